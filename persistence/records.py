@@ -1,0 +1,227 @@
+"""The run record: everything the bot knows about one graph run, in one document.
+
+A run and its asks live together in one record (one DynamoDB item, one SQLite row) on
+purpose. A decision is then a single conditional write on ``asks.<key>.status`` that
+also bumps ``version``; a resume that claimed the run at version N can only release it
+at version N, so a decision made while it ran makes the release fail and the holder
+notices the new decision without an extra read. See ``persistence/base.py`` for the
+operations and ``engine/lifecycle.py`` for the rules built on them.
+
+Records are plain dataclasses with ``to_dict``/``from_dict`` so that both backends share
+one JSON-compatible shape; the snapshot is opaque bytes (compressed by the engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    WAITING = "waiting"
+    RESUMING = "resuming"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+
+    @property
+    def leased(self) -> bool:
+        """A process is working on the run and holds a lease on it."""
+        return self in (RunStatus.RUNNING, RunStatus.RESUMING)
+
+
+class AskStatus(StrEnum):
+    PENDING = "pending"  # waiting for a human
+    DECIDED = "decided"  # a human decided; the graph has not received it yet
+    CONSUMED = "consumed"  # the graph received the decision
+    OBSOLETE = "obsolete"  # the run moved on (ended, failed, cancelled) before a decision was used
+
+
+class Verdict(StrEnum):
+    APPROVE = "approve"
+    REJECT = "reject"
+    REPLY = "reply"
+    TRUST = "trust"  # HumanInTheLoop with enable_trust: approve and stop asking for this tool
+    RETRY = "retry"  # review_after: run the reviewed tool again
+    EDIT = "edit"  # BeforeToolCallEvent gates: approve with an edited tool input
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageRef:
+    """Where a Slack message lives; kept so any process can update it later."""
+
+    channel: str
+    ts: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    verdict: Verdict
+    user: str
+    at: float
+    text: str | None = None
+    edited_input: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Decision:
+        return cls(
+            verdict=Verdict(data["verdict"]),
+            user=data["user"],
+            at=float(data["at"]),
+            text=data.get("text"),
+            edited_input=data.get("edited_input"),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ask:
+    """One interrupt of one run, shown to people as one card.
+
+    ``key`` is short and unique within the run ("a1", "a2", ...): Strands interrupt ids
+    are deterministic but repeat across runs and across revisits of a node in a cycle,
+    so the id alone cannot name a card.
+    """
+
+    key: str
+    interrupt_id: str
+    name: str
+    reason: Any
+    node_id: str | None
+    status: AskStatus
+    created_at: float
+    decision: Decision | None = None
+    card: MessageRef | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "key": self.key,
+            "interrupt_id": self.interrupt_id,
+            "name": self.name,
+            "reason": self.reason,
+            "node_id": self.node_id,
+            "status": self.status.value,
+            "created_at": self.created_at,
+        }
+        if self.decision is not None:
+            data["decision"] = self.decision.to_dict()
+        if self.card is not None:
+            data["card"] = asdict(self.card)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Ask:
+        return cls(
+            key=data["key"],
+            interrupt_id=data["interrupt_id"],
+            name=data["name"],
+            reason=data.get("reason"),
+            node_id=data.get("node_id"),
+            status=AskStatus(data["status"]),
+            created_at=float(data["created_at"]),
+            decision=Decision.from_dict(data["decision"]) if data.get("decision") else None,
+            card=MessageRef(**data["card"]) if data.get("card") else None,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    run_id: str
+    graph: str
+    task: str
+    started_by: str
+    status: RunStatus
+    version: int
+    created_at: float
+    updated_at: float
+    thread: MessageRef | None = None
+    asks: dict[str, Ask] = field(default_factory=dict)
+    ask_seq: int = 0
+    snapshot: bytes | None = None
+    lease_owner: str | None = None
+    lease_until: float | None = None
+    output: str | None = None
+    error: str | None = None
+
+    def evolve(self, **changes: Any) -> Run:
+        return replace(self, **changes)
+
+    @property
+    def sweep_at(self) -> float | None:
+        """When a sweeper should look at this run, or None when nothing can be stuck.
+
+        A leased run is stuck once its lease expires; a waiting run with a decision
+        nobody picked up (the process that took the click died before it claimed)
+        is stuck at once.
+        """
+        if self.status.leased:
+            return self.lease_until
+        if self.status is RunStatus.WAITING and self.decided_asks():
+            return self.updated_at
+        return None
+
+    def pending_asks(self) -> list[Ask]:
+        return [a for a in self.asks.values() if a.status is AskStatus.PENDING]
+
+    def decided_asks(self) -> list[Ask]:
+        return [a for a in self.asks.values() if a.status is AskStatus.DECIDED]
+
+    def live_ask_for(self, interrupt_id: str, node_id: str | None) -> Ask | None:
+        """The pending or decided ask that an interrupt raised again refers to."""
+        for ask in self.asks.values():
+            if (
+                ask.interrupt_id == interrupt_id
+                and ask.node_id == node_id
+                and ask.status in (AskStatus.PENDING, AskStatus.DECIDED)
+            ):
+                return ask
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible form without the snapshot (backends store it their own way)."""
+        return {
+            "run_id": self.run_id,
+            "graph": self.graph,
+            "task": self.task,
+            "started_by": self.started_by,
+            "status": self.status.value,
+            "version": self.version,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "thread": asdict(self.thread) if self.thread else None,
+            "asks": {k: a.to_dict() for k, a in self.asks.items()},
+            "ask_seq": self.ask_seq,
+            "lease_owner": self.lease_owner,
+            "lease_until": self.lease_until,
+            "output": self.output,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], snapshot: bytes | None = None) -> Run:
+        return cls(
+            run_id=data["run_id"],
+            graph=data["graph"],
+            task=data["task"],
+            started_by=data["started_by"],
+            status=RunStatus(data["status"]),
+            version=int(data["version"]),
+            created_at=float(data["created_at"]),
+            updated_at=float(data["updated_at"]),
+            thread=MessageRef(**data["thread"]) if data.get("thread") else None,
+            asks={k: Ask.from_dict(a) for k, a in (data.get("asks") or {}).items()},
+            ask_seq=int(data.get("ask_seq") or 0),
+            snapshot=snapshot,
+            lease_owner=data.get("lease_owner"),
+            lease_until=float(data["lease_until"]) if data.get("lease_until") is not None else None,
+            output=data.get("output"),
+            error=data.get("error"),
+        )
