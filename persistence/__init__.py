@@ -1,0 +1,67 @@
+"""Where runs are kept: the RunStore protocol, its records, and the two backends.
+
+Importing this package stays cheap (no boto3): the Slack ack path imports it, and
+Slack's 3-second ack budget includes a Lambda cold start. The DynamoDB backend is
+imported only when a table is configured.
+"""
+
+from __future__ import annotations
+
+from persistence.base import (
+    AskNotFound,
+    AskNotPending,
+    RunExists,
+    RunNotFound,
+    RunStore,
+    StoreError,
+    VersionConflict,
+)
+from persistence.records import (
+    Ask,
+    AskStatus,
+    Decision,
+    MessageRef,
+    Run,
+    RunStatus,
+    Verdict,
+)
+from persistence.sqlite import SqliteRunStore
+
+__all__ = [
+    "Ask",
+    "AskNotFound",
+    "AskNotPending",
+    "AskStatus",
+    "Decision",
+    "MessageRef",
+    "Run",
+    "RunExists",
+    "RunNotFound",
+    "RunStatus",
+    "RunStore",
+    "SqliteRunStore",
+    "StoreError",
+    "Verdict",
+    "VersionConflict",
+    "create_table",
+    "open_store",
+]
+
+
+def open_store(*, table: str | None, sqlite_path: str, bucket: str | None = None) -> RunStore:
+    """The DynamoDB store when a table is named (``DYNAMODB_TABLE``), else the SQLite file."""
+    if table:
+        from persistence.dynamodb import DynamoRunStore
+
+        return DynamoRunStore(table, bucket=bucket)
+    return SqliteRunStore(sqlite_path)
+
+
+def create_table(*, table: str, bucket: str | None = None) -> list[str]:
+    """Create the DynamoDB table (and the snapshot bucket when named); idempotent.
+
+    Returns one human-readable line per thing created or found already there.
+    """
+    from persistence.aws import create_table as create
+
+    return create(table=table, bucket=bucket)

@@ -88,7 +88,8 @@ class Ask:
 
     ``key`` is short and unique within the run ("a1", "a2", ...): Strands interrupt ids
     are deterministic but repeat across runs and across revisits of a node in a cycle,
-    so the id alone cannot name a card.
+    so the id alone cannot name a card. ``verdicts`` are the buttons this ask accepts,
+    fixed when it is raised (the engine can see the graph then; a click cannot).
     """
 
     key: str
@@ -100,10 +101,12 @@ class Ask:
     created_at: float
     decision: Decision | None = None
     card: MessageRef | None = None
+    verdicts: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "key": self.key,
+            "verdicts": [v.value for v in self.verdicts],
             "interrupt_id": self.interrupt_id,
             "name": self.name,
             "reason": self.reason,
@@ -129,6 +132,7 @@ class Ask:
             created_at=float(data["created_at"]),
             decision=Decision.from_dict(data["decision"]) if data.get("decision") else None,
             card=MessageRef(**data["card"]) if data.get("card") else None,
+            verdicts=tuple(Verdict(v) for v in data.get("verdicts") or ("approve", "reject", "reply")),
         )
 
 

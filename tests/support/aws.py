@@ -1,0 +1,153 @@
+"""pytest plugin: a real-HTTP moto server for DynamoDB and S3 that counts requests.
+
+``ThreadedMotoServer`` builds its WSGI app (``DomainDispatcherApplication``) inside
+``_server_entry`` and hands it to werkzeug's ``make_server``; the subclass below does the
+same with the app wrapped in a counting middleware, so tests can assert how many
+requests an operation really sends (boto3 retries included).
+
+moto's backends take no locks, so two concurrent conditional writes to one item can
+both pass their condition check. DynamoDB itself applies writes to an item one at a
+time; the middleware reproduces that by handling DynamoDB requests one at a time.
+
+Credentials and region are fake and set for the whole session (and restored after),
+with profiles, config files and instance metadata switched off, so nothing under test
+can reach a real AWS account.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from moto.server import ThreadedMotoServer
+from werkzeug.serving import make_server
+
+REGION = "eu-west-1"
+_WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def _operation(environ: dict[str, Any]) -> str:
+    """'dynamodb.PutItem', 's3.PUT', ...: what one HTTP request asked for."""
+    target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+    if target.startswith("DynamoDB_"):
+        return "dynamodb." + target.split(".", 1)[1]
+    auth = environ.get("HTTP_AUTHORIZATION", "")
+    try:
+        service = auth.split("Credential=", 1)[1].split(",", 1)[0].split("/")[3]
+    except IndexError:
+        service = "unknown"
+    return f"{service}.{environ.get('REQUEST_METHOD', '?')}"
+
+
+class CountingMotoServer(ThreadedMotoServer):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__(ip_address="127.0.0.1", port=0, verbose=False)
+        self._counts: Counter[str] = Counter()
+        self._counts_lock = threading.Lock()
+        self._dynamodb_lock = threading.Lock()
+
+    def _server_entry(self) -> None:
+        app = DomainDispatcherApplication(create_backend_app)
+        self._server = make_server(
+            self._ip_address, self._port, self._counting(app), True, request_handler=MotoRequestHandler
+        )
+        self._server_ready_event.set()
+        self._server.serve_forever()
+
+    def _counting(self, app: _WSGIApp) -> _WSGIApp:
+        def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            operation = _operation(environ)
+            with self._counts_lock:
+                self._counts[operation] += 1
+            if not operation.startswith("dynamodb."):
+                return app(environ, start_response)
+            with self._dynamodb_lock:
+                return list(app(environ, start_response))
+
+        return middleware
+
+    @property
+    def url(self) -> str:
+        host, port = self.get_host_and_port()
+        return f"http://{host}:{port}"
+
+    def counts(self) -> dict[str, int]:
+        with self._counts_lock:
+            return dict(self._counts)
+
+    def reset_counts(self) -> None:
+        with self._counts_lock:
+            self._counts.clear()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[CountingMotoServer]:
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one access-log line per request otherwise
+    server = CountingMotoServer()
+    server.start()
+    with pytest.MonkeyPatch.context() as mp:
+        for name in (
+            "AWS_PROFILE",
+            "AWS_DEFAULT_PROFILE",
+            "AWS_SESSION_TOKEN",
+            "AWS_SECURITY_TOKEN",
+            "AWS_ROLE_ARN",
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        ):
+            mp.delenv(name, raising=False)
+        for name, value in _env(server.url).items():
+            mp.setenv(name, value)
+        yield server
+    server.stop()
+
+
+def _env(url: str) -> dict[str, str]:
+    return {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ENDPOINT_URL_DYNAMODB": url,
+        "AWS_ENDPOINT_URL_S3": url,
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+@pytest.fixture
+def aws_env(moto_server: CountingMotoServer) -> dict[str, str]:
+    """Variables to hand a bot subprocess so that it talks to this moto server only."""
+    return _env(moto_server.url)
+
+
+@pytest.fixture
+def dynamodb_table(moto_server: CountingMotoServer) -> Iterator[str]:
+    from persistence import create_table
+
+    name = f"runs-{uuid.uuid4().hex[:12]}"
+    create_table(table=name)
+    yield name
+    boto3.client("dynamodb", region_name=REGION).delete_table(TableName=name)
+
+
+@pytest.fixture
+def s3_bucket(moto_server: CountingMotoServer) -> Iterator[str]:
+    name = f"snapshots-{uuid.uuid4().hex[:12]}"
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": REGION})  # type: ignore[typeddict-item]
+    yield name
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
+        for obj in page.get("Contents", []):
+            s3.delete_object(Bucket=name, Key=obj["Key"])
+    s3.delete_bucket(Bucket=name)

@@ -1,0 +1,45 @@
+"""The one Bolt ``AsyncApp`` that the HTTP server, Socket Mode and Lambda all wrap.
+
+It authorizes with the configured bot token directly instead of Bolt's default
+``auth.test`` round trip on the first request: that call would sit on the ack path.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.listeners import actions, commands, views
+from bot.services import Services
+
+logger = logging.getLogger(__name__)
+
+
+def build_app(services: Services, *, process_before_response: bool = False) -> AsyncApp:
+    token = services.settings.slack_bot_token.get_secret_value()
+
+    async def authorize(enterprise_id: str | None, team_id: str | None, **_: Any) -> AuthorizeResult:
+        return AuthorizeResult(enterprise_id=enterprise_id, team_id=team_id, bot_token=token)
+
+    app = AsyncApp(
+        signing_secret=services.settings.slack_signing_secret.get_secret_value(),
+        # Token-less: Bolt gives each request a client with the token from ``authorize``.
+        client=AsyncWebClient(base_url=services.settings.slack_api_url),
+        authorize=authorize,
+        process_before_response=process_before_response,
+        raise_error_for_unhandled_request=False,
+    )
+
+    @app.error
+    async def on_error(error: Exception, body: dict[str, Any]) -> None:
+        # Never echo payloads: they may carry user text. The type is enough to find it.
+        logger.error("listener failed on a %s request: %r", body.get("type") or "command", error, exc_info=error)
+
+    commands.register(app, services=services)
+    actions.register(app, services=services)
+    views.register(app, services=services)
+    return app

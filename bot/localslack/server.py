@@ -1,0 +1,186 @@
+"""A local stand-in for Slack's Web API and response URLs, served over real HTTP on 127.0.0.1.
+
+The bot talks to it through its unmodified ``AsyncWebClient`` (``SLACK_API_URL`` points here),
+so tests and the offline demo exercise the same code paths as production. It keeps the state
+a Slack workspace would show (messages, threads, ephemerals, modals), refuses what real Slack
+refuses (see ``limits.py``) and records every call so tests can assert on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
+
+from aiohttp import web
+
+from bot.localslack.state import ApiError
+from bot.localslack.webapi import TRIGGER_TTL_SECONDS, WebApi, decode
+
+LOCAL_BOT_TOKEN: Final = "xoxb-local"
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+ChangeHook = Callable[[str, dict[str, Any]], object]
+"""Called as ``hook(event, details)`` after every change; may return an awaitable."""
+
+
+class LocalSlack(WebApi):
+    """Slack's Web API (the methods a bot uses) plus response URLs, with inspectable state."""
+
+    def __init__(
+        self,
+        *,
+        bot_token: str = LOCAL_BOT_TOKEN,
+        team_id: str = "T0LOCAL",
+        team_domain: str = "local",
+        bot_user_id: str = "U0LOCALBOT",
+        bot_id: str = "B0LOCAL",
+        app_id: str = "A0LOCAL",
+        users: Mapping[str, str] | None = None,
+        channels: Mapping[str, str] | None = None,
+        trigger_ttl: float = TRIGGER_TTL_SECONDS,
+    ) -> None:
+        super().__init__(
+            team_id=team_id,
+            team_domain=team_domain,
+            bot_user_id=bot_user_id,
+            bot_id=bot_id,
+            app_id=app_id,
+            users=users,
+            channels=channels,
+            trigger_ttl=trigger_ttl,
+        )
+        self.bot_token = bot_token
+        self.on_change: list[ChangeHook] = []
+        """Hooks run after every change (the demo re-renders from here)."""
+        self._cond = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self._base_url: str | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        """Serve on ``host:port`` (0 picks a free port; read it back from ``base_url``)."""
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._handle_api)
+        app.router.add_post("/response/{token}", self._handle_response_url)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, host, port).start()
+        bound_host, bound_port = self._runner.addresses[0][:2]
+        self._base_url = f"http://{bound_host}:{bound_port}/"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def base_url(self) -> str:
+        if self._base_url is None:
+            raise RuntimeError("LocalSlack is not started: await start() first")
+        return self._base_url
+
+    @property
+    def api_url(self) -> str:
+        """What the bot gets as ``SLACK_API_URL`` (slack_sdk's ``base_url``)."""
+        return f"{self.base_url}api/"
+
+    # -- waiting and change notification ---------------------------------------------------------
+
+    async def wait_for(self, predicate: Callable[[], T | None], *, timeout: float = 10.0, what: str = "") -> T:
+        """Wait until ``predicate()`` returns something truthy, re-checking after every change.
+
+        Raises TimeoutError naming ``what`` (or the predicate) and the last calls seen, so a
+        failing test says what never happened instead of just hanging.
+        """
+
+        async def poll() -> T:
+            async with self._cond:
+                while True:
+                    result = predicate()
+                    if result:
+                        return result
+                    await self._cond.wait()
+
+        try:
+            return await asyncio.wait_for(poll(), timeout)
+        except TimeoutError:
+            name = what or getattr(predicate, "__qualname__", repr(predicate))
+            recent = [method for method, _ in self.calls[-8:]]
+            raise TimeoutError(
+                f"LocalSlack.wait_for: {name} did not happen within {timeout}s; last calls: {recent}, "
+                f"rejected: {[r['error'] for r in self.rejected]}"
+            ) from None
+
+    async def changed(self, event: str, details: dict[str, Any]) -> None:
+        """Wake ``wait_for`` and run the ``on_change`` hooks; a failing hook is logged, never raised."""
+        async with self._cond:
+            self._cond.notify_all()
+        for hook in list(self.on_change):
+            try:
+                result = hook(event, details)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                _log.exception("LocalSlack on_change hook failed for %s", event)
+
+    # -- HTTP ------------------------------------------------------------------------------------
+
+    async def _handle_api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params: dict[str, Any] = dict(request.query)
+        try:
+            if request.method == "POST" and request.can_read_body:
+                if request.content_type == "application/json":
+                    body = await request.json()
+                    if not isinstance(body, dict):
+                        raise ApiError("invalid_json")
+                    params.update(body)
+                else:
+                    form = await request.post()
+                    params.update({k: v for k, v in form.items() if isinstance(v, str)})
+            self.calls.append((method, params))  # the same dict, decoded in place below
+            params = decode(params)
+            token = params.pop("token", None)
+            header = request.headers.get("Authorization", "")
+            token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else token
+            if not token:
+                raise ApiError("not_authed")
+            if token != self.bot_token:
+                raise ApiError("invalid_auth")
+            handler = self.methods.get(method)
+            if handler is None:
+                raise ApiError("unknown_method")
+            result = {"ok": True, **handler(params)}
+        except ApiError as error:
+            result = self.reject(method, params, error)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            result = self.reject(method, params, ApiError("invalid_json"))
+        await self.changed(method, {"params": params, "result": result})
+        return web.json_response(result)
+
+    async def _handle_response_url(self, request: web.Request) -> web.Response:
+        token = request.match_info["token"]
+        url = str(request.url)
+        body: dict[str, Any] = {}
+        try:
+            raw = await request.json() if request.content_type == "application/json" else None
+            if raw is None:
+                form = await request.post()
+                raw = json.loads(str(form["payload"])) if "payload" in form else dict(form)
+            body = decode(dict(raw))
+            effect = self.respond(token, body)
+        except (ValueError, TypeError, ApiError) as error:
+            if not isinstance(error, ApiError):
+                error = ApiError("invalid_payload")
+            status = 404 if error.error in ("no_such_url", "used_url", "expired_url") else 400
+            result = self.reject("response_url", body, error)
+            await self.changed("response_url", {"url": url, "body": body, "result": result})
+            return web.json_response(result, status=status)
+        await self.changed("response_url", {"url": url, "body": body, "effect": effect})
+        return web.json_response({"ok": True})

@@ -1,0 +1,296 @@
+"""Slack's side towards the bot: signed slash commands, button clicks and modal submissions.
+
+Payloads are built the way Slack builds them (form-encoded, ``payload=<json>`` for
+interactions, signed with the app's signing secret) and posted over real HTTP to the bot's
+``/slack/events`` URL, so Bolt's own parsing and signature check run unchanged. What a person
+could not do in the Slack client (click a button that is no longer shown, submit a modal with
+a required input empty) raises here instead of producing a payload Slack would never send.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final, Self
+from urllib.parse import urlencode
+
+import aiohttp
+from slack_sdk.signature import SignatureVerifier
+
+from bot.localslack.server import LocalSlack
+
+LOCAL_SIGNING_SECRET: Final = "local-signing-secret"
+LOCAL_VERIFICATION_TOKEN: Final = "local-verification-token"
+_FORM: Final = "application/x-www-form-urlencoded"
+
+
+@dataclass(frozen=True)
+class BotResponse:
+    """The bot's HTTP answer: ``body`` is parsed JSON when it was JSON, else the text."""
+
+    status: int
+    body: Any
+    text: str
+    headers: Mapping[str, str]
+
+
+class LocalSlackUser:
+    """Acts as Slack delivering one workspace's user actions to the bot over HTTP."""
+
+    def __init__(
+        self,
+        *,
+        bot_url: str,
+        signing_secret: str = LOCAL_SIGNING_SECRET,
+        slack: LocalSlack,
+        team_id: str = "T0LOCAL",
+        api_app_id: str = "A0LOCAL",
+    ) -> None:
+        self.bot_url = bot_url
+        self.slack = slack
+        self.team_id = team_id
+        self.api_app_id = api_app_id
+        self._verifier = SignatureVerifier(signing_secret)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- what a person does ----------------------------------------------------------------------
+
+    async def slash_command(
+        self,
+        *,
+        text: str,
+        user_id: str,
+        channel_id: str,
+        command: str = "/graph",
+        user_name: str | None = None,
+    ) -> BotResponse:
+        """Type ``command text`` in a channel; the ack body is shown the way Slack shows it."""
+        form = {
+            "token": LOCAL_VERIFICATION_TOKEN,
+            "team_id": self.team_id,
+            "team_domain": self.slack.team_domain,
+            "channel_id": channel_id,
+            "channel_name": self.slack.channel_name(channel_id),
+            "user_id": user_id,
+            "user_name": user_name or self.slack.user_name(user_id),
+            "command": command,
+            "text": text,
+            "api_app_id": self.api_app_id,
+            "is_enterprise_install": "false",
+            "response_url": self.slack.new_response_url(channel=channel_id, user=user_id),
+            "trigger_id": self.slack.new_trigger_id(user_id=user_id),
+        }
+        response = await self._post(urlencode(form).encode())
+        if response.status == 200:
+            effect = self.slack.record_command_reply(channel=channel_id, user=user_id, body=response.body)
+            if effect is not None:
+                await self.slack.changed("command_ack", {"body": response.body, "effect": effect})
+        return response
+
+    async def click(
+        self,
+        *,
+        message: Mapping[str, Any],
+        label: str,
+        user_id: str,
+        channel_id: str | None = None,
+        allow_stale: bool = False,
+    ) -> BotResponse:
+        """Click the button whose text or action_id is ``label`` on ``message``.
+
+        The button is looked up in the message as it is now, because that is all a person can
+        click; ``allow_stale`` clicks the given (older) copy instead, to reproduce two people
+        clicking before the first update reached the second screen.
+        """
+        channel = channel_id or str(message["channel"])
+        current = self.slack.message(channel, str(message["ts"]))
+        shown = dict(message) if allow_stale or current is None else current
+        block_id, button = _find_button(shown, label)
+        ephemeral = bool(shown.get("is_ephemeral"))
+        payload: dict[str, Any] = {
+            "type": "block_actions",
+            "user": self._user(user_id),
+            "api_app_id": self.api_app_id,
+            "token": LOCAL_VERIFICATION_TOKEN,
+            "container": {
+                "type": "message",
+                "message_ts": shown["ts"],
+                "channel_id": channel,
+                "is_ephemeral": ephemeral,
+            },
+            "trigger_id": self.slack.new_trigger_id(user_id=user_id),
+            "team": {"id": self.team_id, "domain": self.slack.team_domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "channel": {"id": channel, "name": self.slack.channel_name(channel)},
+            "state": {"values": {}},
+            "response_url": self.slack.new_response_url(channel=channel, message_ts=shown["ts"], user=user_id),
+            "actions": [
+                {
+                    "action_id": button.get("action_id"),
+                    "block_id": block_id,
+                    "text": button["text"],
+                    **{k: button[k] for k in ("value", "style") if k in button},
+                    "type": "button",
+                    "action_ts": f"{time.time():.6f}",
+                }
+            ],
+        }
+        if not ephemeral:  # Slack leaves the message out for ephemeral containers
+            payload["message"] = shown
+        return await self._post(urlencode({"payload": json.dumps(payload)}).encode())
+
+    async def submit_view(
+        self, *, view: Mapping[str, Any], values: Mapping[str, Mapping[str, Any]], user_id: str
+    ) -> BotResponse:
+        """Fill in a modal's inputs (``values[block_id][action_id]``) and press its submit button.
+
+        The bot's ack is then applied as Slack would (close, errors, update, push, clear); see
+        ``LocalSlack.open_views``.
+        """
+        current = self.slack.view(str(view["id"]))
+        if current["id"] not in [v["id"] for v in self.slack.open_views()]:
+            raise LookupError(f"view {current['id']} is not open: nobody can submit it")
+        state = _state_values(current, values)
+        self.slack.record_state_values(view_id=current["id"], values=state)
+        submitted = self.slack.view(current["id"])
+        payload: dict[str, Any] = {
+            "type": "view_submission",
+            "team": {"id": self.team_id, "domain": self.slack.team_domain},
+            "user": self._user(user_id),
+            "api_app_id": self.api_app_id,
+            "token": LOCAL_VERIFICATION_TOKEN,
+            "trigger_id": self.slack.new_trigger_id(user_id=user_id),
+            "view": submitted,
+            "response_urls": [],
+            "enterprise": None,
+            "is_enterprise_install": False,
+        }
+        response = await self._post(urlencode({"payload": json.dumps(payload)}).encode())
+        effect = self.slack.apply_view_ack(view_id=current["id"], status=response.status, body=response.body)
+        await self.slack.changed("view_submission", {"view_id": current["id"], "effect": effect})
+        return response
+
+    async def send_raw(
+        self,
+        *,
+        body: bytes,
+        headers: Mapping[str, str] | None = None,
+        sign: bool = True,
+        timestamp: str | None = None,
+        signature: str | None = None,
+    ) -> BotResponse:
+        """Post any body, to test what the bot does with unsigned, forged or stale requests."""
+        return await self._post(body, headers=headers, sign=sign, timestamp=timestamp, signature=signature)
+
+    # -- plumbing --------------------------------------------------------------------------------
+
+    def _user(self, user_id: str) -> dict[str, str]:
+        name = self.slack.user_name(user_id)
+        return {"id": user_id, "username": name, "name": name, "team_id": self.team_id}
+
+    async def _post(
+        self,
+        body: bytes,
+        *,
+        headers: Mapping[str, str] | None = None,
+        sign: bool = True,
+        timestamp: str | None = None,
+        signature: str | None = None,
+    ) -> BotResponse:
+        sent = {"Content-Type": _FORM, **(headers or {})}
+        if sign:
+            timestamp = timestamp or str(int(time.time()))
+            signature = signature or self._verifier.generate_signature(timestamp=timestamp, body=body)
+            sent |= {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": signature or ""}
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        async with self._session.post(self.bot_url, data=body, headers=sent) as response:
+            text = await response.text()
+            parsed: Any = text
+            if text and response.content_type == "application/json":
+                parsed = json.loads(text)
+            return BotResponse(status=response.status, body=parsed, text=text, headers=dict(response.headers))
+
+
+def _find_button(message: Mapping[str, Any], label: str) -> tuple[str | None, dict[str, Any]]:
+    """The one button labelled (or with action_id) ``label``, with its block_id."""
+    found: list[tuple[str | None, dict[str, Any]]] = []
+    for block in message.get("blocks") or []:
+        candidates = list(block.get("elements") or []) if block.get("type") == "actions" else []
+        if block.get("type") == "section" and "accessory" in block:
+            candidates.append(block["accessory"])
+        for element in candidates:
+            if element.get("type") == "button" and label in (
+                element["text"].get("text"),
+                element.get("action_id"),
+            ):
+                found.append((block.get("block_id"), element))
+    if len(found) != 1:
+        shown = [
+            e["text"]["text"]
+            for b in message.get("blocks") or []
+            for e in (b.get("elements") or []) + ([b["accessory"]] if "accessory" in b else [])
+            if isinstance(e, dict) and e.get("type") == "button"
+        ]
+        what = "no button" if not found else f"{len(found)} buttons"
+        raise LookupError(f"{what} labelled {label!r} on message {message.get('ts')}; buttons shown: {shown}")
+    return found[0]
+
+
+def _state_values(view: Mapping[str, Any], values: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Build ``view.state.values`` in Slack's shape from plain values, for every input block."""
+    state: dict[str, dict[str, Any]] = {}
+    for block in view.get("blocks") or []:
+        if block.get("type") != "input":
+            continue
+        element = block["element"]
+        block_id, action_id, kind = block.get("block_id"), element.get("action_id"), element["type"]
+        value = values.get(block_id, {}).get(action_id)
+        if value in (None, "") and not block.get("optional"):
+            raise ValueError(f"input {block_id}/{action_id} is required: Slack would not let the user submit")
+        if isinstance(value, str) and kind == "plain_text_input":
+            low, high = element.get("min_length", 0), element.get("max_length", 3000)
+            if value and not low <= len(value) <= high:
+                raise ValueError(f"input {block_id}/{action_id} must be {low}..{high} characters")
+        state[block_id] = {action_id: {"type": kind, **_shaped(kind, element, value)}}
+    unknown = {f"{b}/{a}" for b, actions in values.items() for a in actions} - {
+        f"{b}/{a}" for b, actions in state.items() for a in actions
+    }
+    if unknown:
+        raise LookupError(f"no input block for {sorted(unknown)} in view {view.get('id')}")
+    return state
+
+
+def _shaped(kind: str, element: Mapping[str, Any], value: Any) -> dict[str, Any]:
+    """How Slack reports one input's value, per element type."""
+    if kind.endswith("static_select") or kind in ("radio_buttons", "checkboxes"):
+        options = {o["value"]: o for o in element.get("options") or []}
+        if kind.startswith("multi_") or kind == "checkboxes":
+            return {"selected_options": [options[v] for v in value or []]}
+        return {"selected_option": options[value] if value is not None else None}
+    if kind.endswith(("users_select", "conversations_select", "channels_select")):
+        noun = kind.removeprefix("multi_").removesuffix("s_select")
+        return {f"selected_{noun}s" if kind.startswith("multi_") else f"selected_{noun}": value}
+    key = {
+        "datepicker": "selected_date",
+        "timepicker": "selected_time",
+        "datetimepicker": "selected_date_time",
+    }
+    return {key.get(kind, "value"): value}

@@ -1,0 +1,270 @@
+"""The Web API methods and response URL semantics of the local Slack.
+
+Each handler takes the decoded request parameters and returns the fields of an ``ok`` answer,
+or raises ``ApiError`` with the error Slack would give. The HTTP layer lives in ``server.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from bot.localslack.limits import check_message, check_view
+from bot.localslack.state import ApiError, SlackState
+
+# Slack's rules: a trigger_id lives 3 s and is exchanged once; a response_url takes 5 posts in 30 min.
+TRIGGER_TTL_SECONDS: Final = 3.0
+RESPONSE_URL_USES: Final = 5
+RESPONSE_URL_TTL_SECONDS: Final = 30 * 60.0
+
+_JSON_FIELDS: Final = ("blocks", "attachments", "view", "metadata")
+_BOOL_FIELDS: Final = ("reply_broadcast", "replace_original", "delete_original", "unfurl_links", "mrkdwn")
+
+
+@dataclass
+class _Trigger:
+    user: str | None
+    issued: float
+    used: bool = False
+
+
+@dataclass
+class _ResponseUrl:
+    channel: str
+    message_ts: str | None
+    user: str
+    issued: float
+    uses: int = 0
+
+
+class WebApi(SlackState):
+    """The Web API methods a bot uses, and what a post to a response_url does."""
+
+    def __init__(
+        self,
+        *,
+        team_id: str,
+        team_domain: str,
+        bot_user_id: str,
+        bot_id: str,
+        app_id: str,
+        users: Mapping[str, str] | None,
+        channels: Mapping[str, str] | None,
+        trigger_ttl: float,
+    ) -> None:
+        super().__init__(team_id=team_id, bot_user_id=bot_user_id, bot_id=bot_id, app_id=app_id)
+        self.team_domain = team_domain
+        self.trigger_ttl = trigger_ttl
+        self._user_names = dict(users or {})
+        self._channel_names = dict(channels or {})
+        self._triggers: dict[str, _Trigger] = {}
+        self._response_urls: dict[str, _ResponseUrl] = {}
+        self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "auth.test": self._auth_test,
+            "chat.postMessage": self._chat_post_message,
+            "chat.update": self._chat_update,
+            "chat.postEphemeral": self._chat_post_ephemeral,
+            "chat.delete": self._chat_delete,
+            "views.open": self._views_open,
+            "views.update": self._views_update,
+            "views.push": self._views_push,
+            "users.info": self._users_info,
+            "conversations.info": self._conversations_info,
+        }
+
+    @property
+    def base_url(self) -> str:
+        """Where response URLs point; the HTTP server (``LocalSlack``) knows it."""
+        raise NotImplementedError
+
+    # -- ids issued on Slack's side --------------------------------------------------------------
+
+    def new_trigger_id(self, *, user_id: str | None = None) -> str:
+        """Issue a trigger_id as Slack does with each interaction; it is good for one modal, 3 s."""
+        trigger_id = f"{next(self._ids)}.{int(time.time())}.{secrets.token_hex(16)}"
+        self._triggers[trigger_id] = _Trigger(user=user_id, issued=time.monotonic())
+        return trigger_id
+
+    def new_response_url(self, *, channel: str, message_ts: str | None = None, user: str) -> str:
+        """Issue a response_url for an interaction by ``user`` on ``message_ts`` (None: slash command)."""
+        token = secrets.token_urlsafe(16)
+        self._response_urls[token] = _ResponseUrl(channel, message_ts, user, time.monotonic())
+        return f"{self.base_url}response/{token}"
+
+    def user_name(self, user_id: str) -> str:
+        return self._user_names.get(user_id, f"user-{user_id.lower()}")
+
+    def channel_name(self, channel_id: str) -> str:
+        return self._channel_names.get(channel_id, f"channel-{channel_id.lower()}")
+
+    # -- response URLs ---------------------------------------------------------------------------
+
+    def respond(self, token: str, body: dict[str, Any]) -> str:
+        """Apply a post to a response_url: delete or replace the original, or post a new message.
+
+        A new message is ephemeral unless ``response_type`` is ``in_channel`` (Slack's default);
+        for a slash command's URL it becomes the "original" that later posts may replace.
+        """
+        issued = self._response_urls.get(token)
+        if issued is None:
+            raise ApiError("no_such_url")
+        if time.monotonic() - issued.issued > RESPONSE_URL_TTL_SECONDS:
+            raise ApiError("expired_url")
+        if issued.uses >= RESPONSE_URL_USES:
+            raise ApiError("used_url")
+        if body.get("delete_original"):
+            self.delete_message(channel=issued.channel, ts=self._original(issued), user=issued.user)
+            effect = "delete_original"
+        else:
+            problem = check_message(body)
+            if problem is not None:
+                raise ApiError(*problem)
+            if body.get("replace_original"):
+                ts = self._original(issued)
+                self.edit_message(channel=issued.channel, ts=ts, user=issued.user, params=body, replace=True)
+                effect = "replace_original"
+            elif body.get("response_type") == "in_channel":
+                message = self.post_message(channel=issued.channel, params=body)
+                issued.message_ts = issued.message_ts or message["ts"]
+                effect = "in_channel"
+            else:
+                ephemeral = self.post_ephemeral(channel=issued.channel, user=issued.user, params=body)
+                issued.message_ts = issued.message_ts or ephemeral["ts"]
+                effect = "ephemeral"
+        issued.uses += 1
+        self.responses.append(
+            {"url": f"{self.base_url}response/{token}", "channel": issued.channel, "user": issued.user}
+            | {"message_ts": issued.message_ts, "effect": effect, "body": body}
+        )
+        return effect
+
+    @staticmethod
+    def _original(issued: _ResponseUrl) -> str:
+        if issued.message_ts is None:
+            raise ApiError("message_not_found", ["this response_url has no original message yet"])
+        return issued.message_ts
+
+    # -- Web API methods -------------------------------------------------------------------------
+
+    def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "url": f"https://{self.team_domain}.slack.com/",
+            "team": self.team_domain,
+            "user": "approval-bot",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _chat_post_message(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = _required(params, "channel", "channel_not_found")
+        _check(params)
+        message = self.post_message(channel=channel, params=params)
+        return {"channel": channel, "ts": message["ts"], "message": message}
+
+    def _chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = _required(params, "channel", "channel_not_found")
+        ts = _required(params, "ts", "message_not_found")
+        _check(params, require_content=False)
+        message = self.edit_message(channel=channel, ts=ts, user=None, params=params, replace=False)
+        return {"channel": channel, "ts": ts, "text": message["text"], "message": message}
+
+    def _chat_post_ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = _required(params, "channel", "channel_not_found")
+        user = _required(params, "user", "user_not_in_channel")
+        _check(params)
+        return {"message_ts": self.post_ephemeral(channel=channel, user=user, params=params)["ts"]}
+
+    def _chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = _required(params, "channel", "channel_not_found")
+        ts = _required(params, "ts", "message_not_found")
+        self.delete_message(channel=channel, ts=ts, user=None)
+        return {"channel": channel, "ts": ts}
+
+    def _views_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = self._exchange_trigger(params)
+        return {"view": self.open_view(view=_checked_view(params), user=user, push=False)}
+
+    def _views_push(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = self._exchange_trigger(params)
+        return {"view": self.open_view(view=_checked_view(params), user=user, push=True)}
+
+    def _views_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        view = _checked_view(params)
+        return {
+            "view": self.update_view(
+                view_id=params.get("view_id"),
+                external_id=params.get("external_id"),
+                view=view,
+                hash_=params.get("hash"),
+            )
+        }
+
+    def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user_id = str(params.get("user", ""))
+        if not user_id.startswith(("U", "W")):
+            raise ApiError("user_not_found")
+        name = self.user_name(user_id)
+        profile = {"display_name": name, "real_name": name, "real_name_normalized": name}
+        user = {"id": user_id, "team_id": self.team_id, "name": name, "real_name": name}
+        return {"user": user | {"tz": "UTC", "is_bot": user_id == self.bot_user_id, "profile": profile}}
+
+    def _conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel_id = str(params.get("channel", ""))
+        if not channel_id.startswith(("C", "G", "D")):
+            raise ApiError("channel_not_found")
+        kind = {"C": "is_channel", "G": "is_group", "D": "is_im"}[channel_id[0]]
+        channel = {"id": channel_id, "name": self.channel_name(channel_id), kind: True, "is_member": True}
+        return {"channel": channel}
+
+    def _exchange_trigger(self, params: dict[str, Any]) -> str | None:
+        trigger = self._triggers.get(str(params.get("trigger_id", "")))
+        if trigger is None:
+            raise ApiError("invalid_arguments", ["invalid `trigger_id`"])
+        if trigger.used:
+            raise ApiError("exchanged_trigger_id")
+        if time.monotonic() - trigger.issued > self.trigger_ttl:
+            raise ApiError("expired_trigger_id")
+        trigger.used = True
+        return trigger.user
+
+
+def decode(params: dict[str, Any]) -> dict[str, Any]:
+    """Undo form encoding: JSON fields arrive as strings and booleans as "true"/"1"."""
+    for key in _JSON_FIELDS:
+        if isinstance(params.get(key), str):
+            try:
+                params[key] = json.loads(params[key])
+            except json.JSONDecodeError:
+                raise ApiError("invalid_blocks_format" if key == "blocks" else "invalid_arguments") from None
+    for key in _BOOL_FIELDS:
+        if isinstance(params.get(key), str):
+            params[key] = params[key].lower() in ("1", "true")
+    return params
+
+
+def _required(params: dict[str, Any], key: str, error: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str) or not value:
+        raise ApiError(error)
+    return value
+
+
+def _check(params: dict[str, Any], *, require_content: bool = True) -> None:
+    problem = check_message(params, require_content=require_content)
+    if problem is not None:
+        raise ApiError(*problem)
+
+
+def _checked_view(params: dict[str, Any]) -> dict[str, Any]:
+    view = params.get("view")
+    errors = check_view(view)
+    if errors:
+        raise ApiError("invalid_arguments", errors)
+    assert isinstance(view, dict)
+    return view

@@ -1,0 +1,254 @@
+"""The interrupt card: one Slack message per ask, in three states.
+
+``ask_card`` has buttons, ``decided_card`` replaces it once a person decided (who, what,
+when; no buttons, so nobody clicks a stale card), and ``obsolete_card`` replaces it when
+the run ended first. All three share the same body so that the message does not jump
+around when it is updated.
+
+Button values carry only ids (``{"r": run_id, "a": ask_key}``): the reason may be large
+or secret, and a value coming back from Slack is input to validate, not to trust.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+
+from bot.render.mrkdwn import (
+    FIELD_TEXT_LIMIT,
+    HEADER_TEXT_LIMIT,
+    MAX_FIELDS,
+    SECTION_TEXT_LIMIT,
+    build,
+    code_block,
+    cut,
+    cut_plain,
+    escape,
+    fit,
+    inline_code,
+    mention,
+    quote,
+    short,
+    slack_date,
+    to_json,
+)
+from bot.render.mrkdwn import (
+    Rendered as Rendered,  # re-exported: callers type their senders with it
+)
+from persistence.records import Ask, Run, Verdict
+
+DEFAULT_VERDICTS: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
+VERDICT_LABELS: dict[Verdict, str] = {
+    Verdict.APPROVE: "Approve",
+    Verdict.REJECT: "Reject",
+    Verdict.REPLY: "Reply",
+    Verdict.TRUST: "Trust",
+    Verdict.RETRY: "Retry",
+    Verdict.EDIT: "Edit",
+}
+ACTION_ID_PREFIX = "ask:"
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_ACTION_VALUE = 200
+
+_STYLES = {Verdict.APPROVE: "primary", Verdict.REJECT: "danger"}
+_OUTCOMES = {
+    Verdict.APPROVE: "✅ Approved",
+    Verdict.REJECT: "❌ Rejected",
+    Verdict.REPLY: "💬 Replied",
+    Verdict.TRUST: "🔒 Trusted",
+    Verdict.RETRY: "🔁 Retry requested",
+    Verdict.EDIT: "✏️ Approved with edits",
+}
+_KNOWN_NAMES = {"strands:human-in-the-loop": "Tool approval"}
+_SCALARS = (str, int, float, bool, type(None))
+# Per-part budgets keep a whole card below mrkdwn.MESSAGE_TEXT_BUDGET.
+_FIELDS_BUDGET = 5000
+_EXTRA_KEYS_LIMIT = 1000
+_CONTEXT_LIMIT = 500
+_DECISION_TEXT_LIMIT = 1200
+
+
+def readable_name(name: str) -> str:
+    """Turn an interrupt name into a header: ``approve_deploy`` → ``Approve deploy``."""
+    if name in _KNOWN_NAMES:
+        return _KNOWN_NAMES[name]
+    words = " ".join(w for w in re.split(r"[\s_\-:.]+", name) if w)
+    return (words[:1].upper() + words[1:]) if words else "Decision needed"
+
+
+def validate_id(value: object, *, what: str) -> str:
+    """Return ``value`` if it is a well-formed run id or ask key, else raise ValueError."""
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, got {type(value).__name__}")
+    if not ID_PATTERN.match(value):
+        raise ValueError(f"{what} must match {ID_PATTERN.pattern}, got {value[:80]!r}")
+    return value
+
+
+def action_id_for(verdict: Verdict) -> str:
+    """The button's action_id; the listener routes on it."""
+    return f"{ACTION_ID_PREFIX}{verdict.value}"
+
+
+def verdict_from_action_id(action_id: str) -> Verdict:
+    """Inverse of :func:`action_id_for`, raising ValueError on anything else."""
+    if not action_id.startswith(ACTION_ID_PREFIX):
+        raise ValueError(f"not an ask action: {action_id[:80]!r}")
+    try:
+        return Verdict(action_id[len(ACTION_ID_PREFIX) :])
+    except ValueError:
+        raise ValueError(f"unknown verdict in action id {action_id[:80]!r}") from None
+
+
+def encode_action_value(*, run_id: str, ask_key: str) -> str:
+    """The button value: compact JSON of the two ids, validated so it round-trips."""
+    payload = {"r": validate_id(run_id, what="run id"), "a": validate_id(ask_key, what="ask key")}
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def parse_action_value(value: str) -> tuple[str, str]:
+    """Read ``(run_id, ask_key)`` back from a button value, strictly."""
+    data = load_ids_json(value, keys={"r", "a"}, limit=MAX_ACTION_VALUE, what="action value")
+    return validate_id(data["r"], what="run id"), validate_id(data["a"], what="ask key")
+
+
+def ask_card(
+    *,
+    run: Run,
+    ask: Ask,
+    verdicts: Sequence[Verdict] | None = None,
+    kind_label: str | None = None,
+) -> Rendered:
+    """The card that asks a person to decide, with one button per allowed verdict.
+
+    ``verdicts`` defaults to the ones the ask was raised with (``ask.verdicts``).
+    """
+    value = encode_action_value(run_id=run.run_id, ask_key=ask.key)
+    buttons = [
+        ButtonElement(
+            text=PlainTextObject(text=VERDICT_LABELS[v], emoji=False),
+            action_id=action_id_for(v),
+            value=value,
+            style=_STYLES.get(v),
+        )
+        for v in dict.fromkeys(
+            ask.verdicts if verdicts is None else verdicts
+        )  # a repeated action_id would make Slack reject the message
+    ]
+    if not buttons:
+        raise ValueError("an ask card needs at least one verdict")
+    blocks = [
+        *_body(run=run, ask=ask, kind_label=kind_label),
+        ActionsBlock(block_id=card_block_id(ask.key), elements=buttons),
+    ]
+    title = escape(readable_name(ask.name))
+    return build(
+        text=f"{title}: {mention(run.started_by)}'s run of *{short(run.graph)}* needs a decision",
+        blocks=blocks,
+    )
+
+
+def decided_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rendered:
+    """The card after a decision: who decided what and when, and no buttons."""
+    decision = ask.decision
+    blocks = _body(run=run, ask=ask, kind_label=kind_label)
+    if decision is None:
+        outcome = "Decided"
+    else:
+        outcome = f"{_OUTCOMES[decision.verdict]} by {mention(decision.user)} · {slack_date(decision.at)}"
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=outcome)]))
+    if decision is not None and decision.text:
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=quote(decision.text, _DECISION_TEXT_LIMIT))))
+    if decision is not None and decision.edited_input is not None:
+        edited = "*Edited input:*\n" + code_block(to_json(decision.edited_input), _DECISION_TEXT_LIMIT)
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=edited)))
+    return build(text=f"{escape(readable_name(ask.name))}: {outcome}", blocks=blocks)
+
+
+def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rendered:
+    """The card of an ask the run no longer waits for; buttons removed so nobody tries."""
+    note = f"The run ended before this was answered (status: {run.status.value})"
+    blocks = [
+        *_body(run=run, ask=ask, kind_label=kind_label),
+        ContextBlock(elements=[MarkdownTextObject(text=note)]),
+    ]
+    return build(text=f"{escape(readable_name(ask.name))}: {note}", blocks=blocks)
+
+
+def card_block_id(ask_key: str) -> str:
+    """The actions block's id; stable per ask so a listener can tell cards apart."""
+    return f"ask:{ask_key}"
+
+
+def reason_blocks(reason: Any) -> list[Block]:
+    """The reason, readable: text as text, a flat dict as fields, anything nested as JSON."""
+    if reason is None or reason == {} or reason == [] or reason == "":
+        return [SectionBlock(text=MarkdownTextObject(text="_(no details)_"))]
+    if isinstance(reason, str):
+        return [SectionBlock(text=MarkdownTextObject(text=cut(reason, SECTION_TEXT_LIMIT)))]
+    if isinstance(reason, dict) and all(isinstance(v, _SCALARS) for v in reason.values()):
+        return _field_blocks(reason)
+    if isinstance(reason, dict | list | tuple):
+        return [SectionBlock(text=MarkdownTextObject(text=code_block(to_json(reason), SECTION_TEXT_LIMIT)))]
+    return [SectionBlock(text=MarkdownTextObject(text=cut(str(reason), SECTION_TEXT_LIMIT)))]
+
+
+def _field_blocks(reason: dict[Any, Any]) -> list[Block]:
+    items = list(reason.items())
+    shown, extra = items[:MAX_FIELDS], items[MAX_FIELDS:]
+    per_field = min(FIELD_TEXT_LIMIT, _FIELDS_BUDGET // len(shown))
+    fields = []
+    for key, value in shown:
+        text = value if isinstance(value, str) else to_json(value, indent=None)
+        rendered = f"*{cut(str(key), 100)}*\n{escape(text)}"
+        fields.append(MarkdownTextObject(text=fit(rendered, per_field, total=len(text))))
+    blocks: list[Block] = [SectionBlock(fields=fields)]
+    if extra:
+        # Name every extra key first, so a cut in the JSON below never hides which keys exist.
+        names = ", ".join(inline_code(str(k), 60) for k, _ in extra)
+        summary = fit(f"*+{len(extra)} more:* {names}", _EXTRA_KEYS_LIMIT // 2, total=len(names))
+        rest = code_block(to_json({str(k): v for k, v in extra}), _EXTRA_KEYS_LIMIT - len(summary) - 1)
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=f"{summary}\n{rest}")))
+    return blocks
+
+
+def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
+    header = HeaderBlock(text=PlainTextObject(text=cut_plain(readable_name(ask.name), HEADER_TEXT_LIMIT)))
+    parts = [f"*{escape(kind_label)}*"] if kind_label else []
+    parts.append(f"graph *{short(run.graph)}*")
+    if ask.node_id:
+        parts.append(f"node {inline_code(ask.node_id)}")
+    parts += [f"started by {mention(run.started_by)}", f"run {inline_code(run.run_id)}"]
+    line = " · ".join(parts)
+    context = ContextBlock(elements=[MarkdownTextObject(text=fit(line, _CONTEXT_LIMIT, total=len(line)))])
+    return [header, *reason_blocks(ask.reason), context]
+
+
+def load_ids_json(value: object, *, keys: set[str], limit: int, what: str) -> dict[str, Any]:
+    """Parse a small JSON object of ids coming back from Slack; shared with the modals."""
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise ValueError(f"{what} is too long ({len(value)} > {limit} chars)")
+    try:
+        data = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} is not JSON: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} must be a JSON object, got {type(data).__name__}")
+    if set(data) != keys:
+        raise ValueError(f"{what} must have exactly the keys {sorted(keys)}, got {sorted(data)[:10]}")
+    return data

@@ -1,0 +1,153 @@
+"""The modals behind ``Reply`` and ``Reject``.
+
+A modal submission arrives without the card it came from, so ``private_metadata``
+carries the ids and the card's location (channel, message ts): enough for the listener
+to record the decision and update the card, and nothing else, because it round-trips
+through the user's client and must be validated like any other input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    Block,
+    InputBlock,
+    MarkdownTextObject,
+    PlainTextInputElement,
+    PlainTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.views import View
+
+from bot.render.cards import load_ids_json, validate_id
+from bot.render.mrkdwn import cut
+from persistence.records import Verdict
+
+REPLY_CALLBACK_ID = "ask:reply"
+REJECT_CALLBACK_ID = "ask:reject"
+TEXT_BLOCK_ID = "ask_text"
+TEXT_ACTION_ID = "ask_text_input"
+REPLY_BLOCK_ID = TEXT_BLOCK_ID  # the name the view listener uses for error messages
+TEXT_MAX_LENGTH = 3000
+MAX_METADATA = 3000
+
+_CALLBACKS = {Verdict.REPLY: REPLY_CALLBACK_ID, Verdict.REJECT: REJECT_CALLBACK_ID}
+_CHANNEL = re.compile(r"^[A-Za-z0-9]{1,64}$")
+_MESSAGE_TS = re.compile(r"^[0-9]{1,20}\.[0-9]{1,20}$")
+_HINT_LIMIT = 500
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModalTarget:
+    """What a modal submission answers and where that ask's card is."""
+
+    run_id: str
+    ask_key: str
+    channel: str
+    message_ts: str
+
+
+def callback_id_for(verdict: Verdict) -> str:
+    """The modal's callback_id; only Reply and Reject have modals."""
+    try:
+        return _CALLBACKS[verdict]
+    except KeyError:
+        raise ValueError(f"no modal for verdict {verdict.value!r}") from None
+
+
+def verdict_for_callback_id(callback_id: str) -> Verdict:
+    """Inverse of :func:`callback_id_for`, raising ValueError on anything else."""
+    for verdict, known in _CALLBACKS.items():
+        if known == callback_id:
+            return verdict
+    raise ValueError(f"not an ask modal: {callback_id[:80]!r}")
+
+
+def encode_modal_metadata(target: ModalTarget) -> str:
+    """``private_metadata``: compact JSON of the validated ids and the card's location."""
+    _validate_target(target.run_id, target.ask_key, target.channel, target.message_ts)
+    payload = {"r": target.run_id, "a": target.ask_key, "c": target.channel, "t": target.message_ts}
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def parse_modal_metadata(s: str) -> ModalTarget:
+    """Read a :class:`ModalTarget` back from ``private_metadata``, strictly."""
+    data = load_ids_json(s, keys={"r", "a", "c", "t"}, limit=MAX_METADATA, what="modal metadata")
+    run_id, ask_key, channel, ts = _validate_target(data["r"], data["a"], data["c"], data["t"])
+    return ModalTarget(run_id=run_id, ask_key=ask_key, channel=channel, message_ts=ts)
+
+
+def reply_modal(
+    *,
+    run_id: str,
+    ask_key: str,
+    verdict: Verdict,
+    channel: str,
+    message_ts: str,
+    title_hint: str | None = None,
+) -> dict[str, Any]:
+    """The modal for Reply (text required) or Reject (reason optional), as a views.open dict."""
+    callback_id = callback_id_for(verdict)
+    metadata = encode_modal_metadata(
+        ModalTarget(run_id=run_id, ask_key=ask_key, channel=channel, message_ts=message_ts)
+    )
+    replying = verdict is Verdict.REPLY
+    blocks: list[Block] = []
+    if title_hint:
+        about = f"{'Replying to' if replying else 'Rejecting'} *{cut(title_hint, _HINT_LIMIT)}*"
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=about)))
+    element = PlainTextInputElement(
+        action_id=TEXT_ACTION_ID,
+        multiline=True,
+        max_length=TEXT_MAX_LENGTH,
+        placeholder=PlainTextObject(text="What should the graph know?" if replying else "Why? (optional)"),
+    )
+    blocks.append(
+        InputBlock(
+            block_id=TEXT_BLOCK_ID,
+            label=PlainTextObject(text="Your reply" if replying else "Reason"),
+            element=element,
+            optional=not replying,
+        )
+    )
+    view = View(
+        type="modal",
+        callback_id=callback_id,
+        title=PlainTextObject(text="Reply" if replying else "Reject"),
+        submit=PlainTextObject(text="Send" if replying else "Reject"),
+        close=PlainTextObject(text="Cancel"),
+        blocks=blocks,
+        private_metadata=metadata,
+    )
+    return view.to_dict()
+
+
+def modal_text(view_state_values: dict[str, Any]) -> str | None:
+    """The text typed into the modal, or None when it was left empty.
+
+    Reads ``view.state.values[TEXT_BLOCK_ID][TEXT_ACTION_ID]["value"]`` and tolerates
+    missing pieces (Slack sends ``"value": null`` for an untouched optional input).
+    """
+    block = view_state_values.get(TEXT_BLOCK_ID)
+    action = block.get(TEXT_ACTION_ID) if isinstance(block, dict) else None
+    value = action.get("value") if isinstance(action, dict) else None
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    return value or None
+
+
+def _validate_target(
+    run_id: object, ask_key: object, channel: object, ts: object
+) -> tuple[str, str, str, str]:
+    run = validate_id(run_id, what="run id")
+    key = validate_id(ask_key, what="ask key")
+    if not isinstance(channel, str) or not _CHANNEL.match(channel):
+        raise ValueError(f"channel must match {_CHANNEL.pattern}, got {str(channel)[:80]!r}")
+    if not isinstance(ts, str) or not _MESSAGE_TS.match(ts):
+        raise ValueError(f"message ts must match {_MESSAGE_TS.pattern}, got {str(ts)[:80]!r}")
+    return run, key, channel, ts

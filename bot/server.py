@@ -1,0 +1,77 @@
+"""``approval-bot serve``: Bolt behind aiohttp, plus a health check and the sweeper.
+
+Graph modules are imported at start-up (before the port opens), so no request ever
+pays for importing Strands; the ack path stays Bolt and a few string operations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+
+from bot.app import build_app
+from bot.services import Services, build_services
+from bot.settings import Settings
+from bot.sweeper import sweep_forever
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 1024 * 1024  # Slack payloads are a few KB; refuse anything absurd early
+SERVICES_KEY = web.AppKey("services", Services)
+
+
+def build_web_app(*, services: Services, app: AsyncApp, sweep_seconds: float = 60.0) -> web.Application:
+    web_app = web.Application(client_max_size=MAX_BODY_BYTES)
+    web_app[SERVICES_KEY] = services
+
+    async def events(request: web.Request) -> web.Response:
+        body = await request.text()
+        try:
+            bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=dict(request.headers))
+        except Exception:  # an unparsable body is the sender's fault, never a 5xx
+            return web.json_response({"error": "malformed request"}, status=400)
+        response = await app.async_dispatch(bolt_request)
+        return await to_aiohttp_response(response)
+
+    async def health(_: web.Request) -> web.Response:
+        return web.json_response({"ok": True, "graphs_loaded": services.graphs.loaded})
+
+    async def lifecycle(_: web.Application) -> AsyncIterator[None]:
+        await asyncio.to_thread(services.graphs.load)
+        sweeper = asyncio.create_task(sweep_forever(services, every=sweep_seconds))
+        yield
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
+
+    web_app.router.add_post("/slack/events", events)
+    web_app.router.add_get("/healthz", health)
+    web_app.cleanup_ctx.append(lifecycle)
+    return web_app
+
+
+async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: float = 60.0) -> None:
+    services = build_services(settings)
+    web_app = build_web_app(services=services, app=build_app(services), sweep_seconds=sweep_seconds)
+    runner = web.AppRunner(web_app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    logger.info("approval-bot listening on http://%s:%d/slack/events", host, port)
+    print(f"approval-bot listening on http://{host}:{port}/slack/events", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()

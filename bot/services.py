@@ -1,0 +1,85 @@
+"""The composition root: one place that turns settings into a store, an engine and a client.
+
+Nothing here imports Strands: graph modules are loaded by ``GraphCatalog.load`` when a
+caller decides it is time (server start-up, or after the ack on Lambda).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.publisher import SlackPublisher
+from bot.settings import Settings
+from engine import RunEngine
+from persistence import open_store
+from persistence.base import RunStore
+
+if TYPE_CHECKING:
+    from strands.multiagent.graph import Graph
+
+
+class GraphCatalog:
+    """The ``GraphSource`` over the ``graph_defs`` registry, loaded once on first need."""
+
+    def __init__(self, *, extra_modules: Sequence[str]) -> None:
+        self._extra = tuple(extra_modules)
+        self._lock = threading.Lock()
+        self._loaded = False
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def load(self) -> None:
+        with self._lock:
+            if not self._loaded:
+                from graph_defs.registry import load_graph_modules
+
+                load_graph_modules(self._extra)
+                self._loaded = True
+
+    def exists(self, name: str) -> bool:
+        self.load()
+        from graph_defs.registry import list_graphs
+
+        return any(d.name == name for d in list_graphs())
+
+    def build(self, name: str) -> Graph:
+        self.load()
+        from graph_defs.registry import build_graph
+
+        return build_graph(name)
+
+    def describe(self) -> list[tuple[str, str]]:
+        self.load()
+        from graph_defs.registry import list_graphs
+
+        return [(d.name, d.description) for d in list_graphs()]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Services:
+    settings: Settings
+    client: AsyncWebClient
+    store: RunStore
+    graphs: GraphCatalog
+    engine: RunEngine
+
+
+def build_services(settings: Settings, *, owner: str | None = None) -> Services:
+    client = AsyncWebClient(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    store = open_store(table=settings.dynamodb_table, sqlite_path=settings.sqlite_path, bucket=settings.snapshot_bucket)
+    graphs = GraphCatalog(extra_modules=settings.graph_modules)
+    engine = RunEngine(
+        store=store,
+        graphs=graphs,
+        publisher=SlackPublisher(client=client),
+        owner=owner,
+        lease_seconds=settings.lease_seconds,
+    )
+    return Services(settings=settings, client=client, store=store, graphs=graphs, engine=engine)

@@ -1,0 +1,273 @@
+"""The run lifecycle: start, decide exactly once, resume under a lease, recover.
+
+States: ``running → waiting → resuming → waiting | completed | failed | cancelled``.
+Every transition is one conditional store write, so any number of processes (server
+replicas, Lambda invocations, the sweeper) can handle clicks for the same run:
+
+* ``decide`` is a conditional write on the ask alone: exactly one click wins.
+* ``resume`` claims the run at the version it read (``waiting → resuming`` with a
+  lease), runs the graph with every decided-but-unused answer and saves at the claimed
+  version. A decision made meanwhile bumped the version, so that save fails; the holder
+  re-reads, keeps its progress, adopts the new decision and goes round again. Nobody
+  waits on a lock and no decision is dropped.
+* A holder that dies leaves a lease that expires; the next click or ``sweep`` takes the
+  run over from its last saved snapshot, with the decisions that were not yet used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+from engine.execution import Step, StepStatus, run_pass
+from engine.ports import GraphSource, Publisher
+from engine.settle import merge_concurrent_decisions, obsoleted, settle
+from engine.sources import response_for
+from persistence.base import AskNotFound, AskNotPending, RunNotFound, RunStore, VersionConflict
+from persistence.records import Ask, Decision, MessageRef, Run, RunStatus
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+MAX_ROUNDS = 25  # resumes in a row for one click before the sweeper takes over
+
+
+class UnknownGraph(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown graph {name!r}")
+        self.name = name
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecideResult:
+    """What a click achieved. ``accepted`` is False when someone decided first
+    (``ask.decision`` says who) or when the run or ask does not exist (``ask`` None)."""
+
+    accepted: bool
+    run: Run | None
+    ask: Ask | None
+
+
+def new_run_id() -> str:
+    return base64.b32encode(secrets.token_bytes(10)).decode().lower()
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class RunEngine:
+    def __init__(
+        self,
+        *,
+        store: RunStore,
+        graphs: GraphSource,
+        publisher: Publisher,
+        owner: str | None = None,
+        lease_seconds: float = 900.0,
+        clock: Callable[[], float] = time.time,
+        new_id: Callable[[], str] = new_run_id,
+    ) -> None:
+        self._store = store
+        self._graphs = graphs
+        self._publisher = publisher
+        self.owner = owner or default_owner()
+        self._lease = lease_seconds
+        self._clock = clock
+        self._new_id = new_id
+
+    async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def start(self, *, graph: str, task: str, user: str, channel: str) -> Run:
+        """Announce, record and run a new graph run until it pauses or ends.
+
+        Raises UnknownGraph before anything is posted, and ``PublishError`` when the
+        run cannot be announced (nothing is recorded then).
+        """
+        if not self._graphs.exists(graph):
+            raise UnknownGraph(graph)
+        now = self._clock()
+        draft = Run(
+            run_id=self._new_id(),
+            graph=graph,
+            task=task,
+            started_by=user,
+            status=RunStatus.RUNNING,
+            version=0,
+            created_at=now,
+            updated_at=now,
+            lease_owner=self.owner,
+            lease_until=now + self._lease,
+        )
+        thread = await self._publisher.run_started(run=draft, channel=channel)
+        run = draft.evolve(thread=thread)
+        await self._io(self._store.create, run)
+        saved = await self._advance(run)
+        # A click that landed while the first pass was being saved is picked up here.
+        return await self.resume(saved.run_id, known=saved) or saved
+
+    async def decide(self, *, run_id: str, ask_key: str, decision: Decision) -> DecideResult:
+        """Record a decision if the ask is still open, and replace its card."""
+        try:
+            run = await self._io(self._store.decide, run_id, ask_key, decision, now=self._clock())
+        except AskNotPending as lost:
+            return DecideResult(accepted=False, run=lost.run, ask=lost.run.asks[ask_key])
+        except (RunNotFound, AskNotFound):
+            return DecideResult(accepted=False, run=None, ask=None)
+        ask = run.asks[ask_key]
+        await self._notify_ask(run, ask)
+        return DecideResult(accepted=True, run=run, ask=ask)
+
+    async def resume(self, run_id: str, *, known: Run | None = None) -> Run | None:
+        """Claim the run if it has work (decisions to use, or a dead holder) and do it.
+
+        ``known`` is a copy the caller just read (e.g. returned by ``decide``), which
+        saves a read; a stale copy only costs a failed claim and a re-read.
+        """
+        run = known if known is not None else await self._io(self._store.load, run_id)
+        for _ in range(MAX_ROUNDS):
+            if run is None:
+                return None
+            status = self._claimable_as(run)
+            if status is None:
+                return run
+            lease_until = self._clock() + self._lease
+            try:
+                version = await self._io(
+                    self._store.claim,
+                    run.run_id,
+                    expected_version=run.version,
+                    status=status,
+                    owner=self.owner,
+                    lease_until=lease_until,
+                    now=self._clock(),
+                )
+            except VersionConflict:
+                run = await self._io(self._store.load, run.run_id)
+                continue
+            claimed = run.evolve(
+                version=version, status=status, lease_owner=self.owner, lease_until=lease_until
+            )
+            run = await self._advance(claimed)
+        logger.warning(
+            "run %s: still has work after %d rounds; leaving it to the sweeper", run_id, MAX_ROUNDS
+        )
+        return run
+
+    async def sweep(self, *, limit: int = 25) -> list[Run]:
+        """Take over runs whose holder died and runs with decisions nobody picked up."""
+        finished: list[Run] = []
+        for run_id in await self._io(self._store.stuck, now=self._clock(), limit=limit):
+            try:
+                run = await self.resume(run_id)
+            except Exception:  # one broken run must not stop the sweep
+                logger.exception("sweep: run %s failed to resume", run_id)
+                continue
+            if run is not None:
+                finished.append(run)
+        return finished
+
+    def _claimable_as(self, run: Run) -> RunStatus | None:
+        if run.status is RunStatus.WAITING and run.decided_asks():
+            return RunStatus.RESUMING
+        if run.status.leased and (run.lease_until or 0.0) < self._clock():
+            # The holder died: start over from the last snapshot, or from the task.
+            return RunStatus.RESUMING if run.snapshot is not None else RunStatus.RUNNING
+        return None
+
+    async def _advance(self, run: Run) -> Run:
+        """Run one pass for a run this process holds, then save and publish the outcome."""
+        decided = run.decided_asks()
+        responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
+        async with self._heartbeat(run):
+            step = await self._pass(run, responses)
+        return await self._finish_pass(run, step, sent=[a.key for a in decided])
+
+    async def _pass(self, run: Run, responses: list[tuple[str, Any]]) -> Step:
+        try:
+            graph = self._graphs.build(run.graph)
+        except Exception as error:  # the definition itself is broken or gone
+            logger.warning("run %s: cannot build graph %s", run.run_id, run.graph, exc_info=True)
+            return Step(
+                status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}"
+            )
+        return await run_pass(graph=graph, task=run.task, snapshot=run.snapshot, responses=responses)
+
+    async def _finish_pass(self, claimed: Run, step: Step, *, sent: list[str]) -> Run:
+        outcome = settle(claimed, step, sent=sent, now=self._clock())
+        if outcome.new_asks:
+            cards = await self._publish_asks(outcome.run, outcome.new_asks)
+            outcome = outcome.with_cards(cards)
+        target, expected = outcome.run, claimed.version
+        while True:
+            try:
+                saved = await self._io(self._store.save, target, expected_version=expected)
+                break
+            except VersionConflict:
+                fresh = await self._io(self._store.load, claimed.run_id)
+                if fresh is None or fresh.lease_owner != self.owner:
+                    logger.warning(
+                        "run %s: lost the lease during a pass; dropping its result", claimed.run_id
+                    )
+                    return fresh if fresh is not None else claimed
+                target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
+                expected = fresh.version
+        for ask in obsoleted(claimed, saved):
+            await self._notify_ask(saved, ask)
+        if saved.status.terminal:
+            await self._notify_finished(saved)
+        return saved
+
+    async def _publish_asks(self, run: Run, asks: list[Ask]) -> dict[str, MessageRef]:
+        try:
+            return await self._publisher.asks_raised(run=run, asks=asks)
+        except Exception:  # state still gets saved; the asks stay answerable once re-posted
+            logger.exception("run %s: posting %d cards failed", run.run_id, len(asks))
+            return {}
+
+    async def _notify_ask(self, run: Run, ask: Ask) -> None:
+        try:
+            await self._publisher.ask_changed(run=run, ask=ask)
+        except Exception:  # the decision is stored; a stale card only shows old buttons
+            logger.exception("run %s: updating the card of ask %s failed", run.run_id, ask.key)
+
+    async def _notify_finished(self, run: Run) -> None:
+        try:
+            await self._publisher.run_finished(run=run)
+        except Exception:
+            logger.exception("run %s: posting the outcome failed", run.run_id)
+
+    @contextlib.asynccontextmanager
+    async def _heartbeat(self, run: Run) -> AsyncIterator[None]:
+        """Keep the lease alive while a long pass runs, so nobody takes over a live run."""
+
+        async def beat() -> None:
+            while True:
+                await asyncio.sleep(self._lease / 3)
+                renewed = await self._io(
+                    self._store.renew, run.run_id, owner=self.owner, lease_until=self._clock() + self._lease
+                )
+                if not renewed:
+                    logger.warning("run %s: lease lost to another process", run.run_id)
+                    return
+
+        task = asyncio.create_task(beat())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,50 @@
+"""Graph state to bytes and back, working around what Strands 1.62 loses on the way.
+
+``Graph.serialize_state()`` is the source of truth; this module only makes it survive
+JSON and a different process:
+
+* Bytes (images, documents in node conversations) are not JSON: Strands' own
+  ``encode_bytes_values`` / ``decode_bytes_values`` handle them, over the whole state,
+  not just the task as ``serialize_state`` does.
+* An interrupted node inside a cycle is not listed in ``next_nodes_to_execute`` (its
+  incoming back edge comes from a node that has not completed), and
+  ``deserialize_state`` treats a snapshot without next nodes as finished and resets the
+  graph: the resumed run then "completes" without running anything. A snapshot taken
+  while interrupted always resumes the interrupted nodes (``_execute_graph`` picks them
+  from the interrupt state), so naming them as next nodes only makes
+  ``deserialize_state`` restore instead of reset.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from strands.multiagent.graph import Graph
+
+logger = logging.getLogger(__name__)
+
+
+def _jsonable(value: Any) -> Any:
+    # Interrupt reasons are arbitrary objects from graph code; a card only shows them.
+    logger.warning("snapshot: %s is not JSON; stored as its string form", type(value).__name__)
+    return str(value)
+
+
+def dump_state(graph: Graph) -> bytes:
+    from strands.types.session import encode_bytes_values
+
+    state = encode_bytes_values(graph.serialize_state())
+    return json.dumps(state, separators=(",", ":"), ensure_ascii=False, default=_jsonable).encode()
+
+
+def restore_state(graph: Graph, snapshot: bytes) -> None:
+    from strands.types.session import decode_bytes_values
+
+    payload: dict[str, Any] = decode_bytes_values(json.loads(snapshot))
+    interrupt_state = (payload.get("_internal_state") or {}).get("interrupt_state") or {}
+    if interrupt_state.get("activated") and not payload.get("next_nodes_to_execute"):
+        payload["next_nodes_to_execute"] = list(payload.get("interrupted_nodes") or [])
+    graph.deserialize_state(payload)

@@ -1,0 +1,61 @@
+"""Where an interrupt came from, which buttons it gets, and what each decision sends back.
+
+Graph code receives a JSON object for every decision (the contract in DESIGN section 2):
+``{"decision": "approve" | "reject" | "reply", "text": str | None, "user": "U…"}``.
+Strands' own ``HumanInTheLoop`` intervention evaluates its response itself (``True``,
+``"y"`` or ``"yes"`` approve, anything else denies, ``"t"``/``"trust"`` trusts when
+``enable_trust`` is on), so its interrupts get the plain strings it understands.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from persistence.records import Ask, Decision, Verdict
+
+if TYPE_CHECKING:
+    from strands.multiagent.graph import Graph
+
+HITL_INTERRUPT_NAME = "strands:human-in-the-loop"
+BASIC_VERDICTS = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
+
+
+def verdicts_for(*, graph: Graph, node_id: str, name: str) -> tuple[Verdict, ...]:
+    """The buttons an ask gets; decided when it is raised, while the graph is at hand."""
+    if name == HITL_INTERRUPT_NAME and _trust_enabled(graph=graph, node_id=node_id):
+        return (*BASIC_VERDICTS, Verdict.TRUST)
+    return BASIC_VERDICTS
+
+
+def _trust_enabled(*, graph: Graph, node_id: str) -> bool:
+    from strands.vended_interventions.hitl import HumanInTheLoop
+
+    node = graph.nodes.get(node_id)
+    registry = getattr(getattr(node, "executor", None), "_intervention_registry", None)
+    handlers = getattr(registry, "handlers", None) or []
+    return any(isinstance(h, HumanInTheLoop) and getattr(h, "_enable_trust", False) for h in handlers)
+
+
+def response_for(ask: Ask, decision: Decision) -> Any:
+    """The value ``interrupt(...)`` returns in graph code for this decision."""
+    if ask.name == HITL_INTERRUPT_NAME:
+        return _hitl_response(decision)
+    response: dict[str, Any] = {
+        "decision": decision.verdict.value,
+        "text": decision.text,
+        "user": decision.user,
+    }
+    if decision.edited_input is not None:
+        response["edited_input"] = decision.edited_input
+    return response
+
+
+def _hitl_response(decision: Decision) -> str:
+    if decision.verdict is Verdict.APPROVE:
+        return "yes"
+    if decision.verdict is Verdict.TRUST:
+        return "trust"
+    if decision.verdict is Verdict.REPLY:
+        # A typed answer goes through HumanInTheLoop's own evaluation ("yes" approves).
+        return decision.text or ""
+    return "no"

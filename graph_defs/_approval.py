@@ -1,0 +1,51 @@
+"""Reading a person's answer to an interrupt, shared by the example graphs.
+
+The bot answers every interrupt with ``{"decision": "approve" | "reject" | "reply",
+"text": str | None, "user": "<Slack user id>"}``. Graph code should still not crash on
+anything else (a hand-written resume, an older bot, a plain ``"yes"``): an answer that
+cannot be read is treated as a rejection, because an approval gate must fail closed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Decision = Literal["approve", "reject", "reply"]
+
+_APPROVE_WORDS = {"approve", "approved", "y", "yes", "true"}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A decoded interrupt response."""
+
+    decision: Decision
+    text: str | None
+    user: str | None
+
+    @property
+    def who(self) -> str:
+        """The decider as a Slack mention (``<@U123>``), or ``someone`` when unknown."""
+        return f"<@{self.user}>" if self.user else "someone"
+
+    @property
+    def reason(self) -> str:
+        """The text the decider gave, or ``no reason given``."""
+        return self.text.strip() if self.text and self.text.strip() else "no reason given"
+
+
+def read_answer(response: Any) -> Answer:
+    """Decode an interrupt response; unreadable answers become rejections (fail closed)."""
+    if isinstance(response, dict):
+        decision = response.get("decision")
+        text = response.get("text")
+        user = response.get("user")
+        text = text if isinstance(text, str) else None
+        user = user if isinstance(user, str) and user else None
+        if decision in ("approve", "reject", "reply"):
+            return Answer(decision=decision, text=text, user=user)
+        return Answer(decision="reject", text=f"unrecognised decision {decision!r}", user=user)
+    if response is True or (isinstance(response, str) and response.strip().lower() in _APPROVE_WORDS):
+        return Answer(decision="approve", text=None, user=None)
+    return Answer(decision="reject", text=f"unrecognised answer {response!r}", user=None)

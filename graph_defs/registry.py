@@ -1,0 +1,207 @@
+"""The registry of graph definitions.
+
+A graph definition is a function with no required parameters that builds a
+``strands.multiagent.Graph``. The bot never keeps a graph object between requests: it
+calls the definition anew for every start and every resume (possibly in another
+process) and restores the saved state into the fresh graph. That is why a definition
+is registered as a factory, by a stable name, rather than as a built graph.
+
+This module must stay cheap to import: the Slack ack path imports ``graph_defs`` and
+importing strands takes seconds. Strands is only imported by ``build_graph`` and by the
+graph modules themselves, which ``load_graph_modules`` imports when they are needed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from strands.multiagent.graph import Graph
+
+__all__ = [
+    "GraphDefinition",
+    "GraphDefinitionError",
+    "GraphModuleError",
+    "UnknownGraph",
+    "build_graph",
+    "get_graph",
+    "graph_def",
+    "list_graphs",
+    "load_graph_modules",
+]
+
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+"""Graph names are typed in a slash command, so they are short, lower case and space free."""
+
+_PACKAGE = "graph_defs"
+# The package's own machinery: not graph modules, so load_graph_modules skips them.
+_INFRASTRUCTURE_MODULES = frozenset({"registry", "scripted", "models"})
+
+GraphFactory = Callable[[], "Graph"]
+F = TypeVar("F", bound=Callable[[], "Graph"])
+
+
+class GraphDefinitionError(ValueError):
+    """A graph definition is invalid (bad name, duplicate name, wrong return type)."""
+
+
+class GraphModuleError(ImportError):
+    """A module with graph definitions could not be imported."""
+
+    def __init__(self, *, module: str, cause: BaseException) -> None:
+        super().__init__(f"could not import graph module {module!r}: {type(cause).__name__}: {cause}")
+        self.module = module
+        self.cause = cause
+
+
+class UnknownGraph(LookupError):
+    """No graph definition is registered under the requested name."""
+
+    def __init__(self, *, name: str, known: Sequence[str]) -> None:
+        choices = ", ".join(known) if known else "none are registered"
+        super().__init__(f"unknown graph {name!r}; known graphs: {choices}")
+        self.name = name
+        self.known = list(known)
+
+
+@dataclass(frozen=True)
+class GraphDefinition:
+    """One registered graph: its name, a one-line description for ``/graph list``, and its factory."""
+
+    name: str
+    description: str
+    factory: GraphFactory
+    module: str
+
+
+_registry: dict[str, GraphDefinition] = {}
+
+
+def _same_function(a: Callable[..., object], b: Callable[..., object]) -> bool:
+    """Whether two functions are the same definition, even from a re-import of its module.
+
+    Re-importing a module (``importlib.reload``, or a test that imports a module file
+    under the same name twice) creates a new function object for the same definition,
+    which must not count as a duplicate.
+    """
+    return (getattr(a, "__module__", None), getattr(a, "__qualname__", None)) == (
+        getattr(b, "__module__", None),
+        getattr(b, "__qualname__", None),
+    )
+
+
+def graph_def(name: str, *, description: str = "") -> Callable[[F], F]:
+    """Register the decorated function as the factory of the graph called ``name``.
+
+    The function is returned unchanged, so it can still be called directly (e.g. in tests).
+
+    Raises:
+        GraphDefinitionError: ``name`` does not match ``NAME_PATTERN``, or another function
+            already registered it.
+    """
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise GraphDefinitionError(
+            f"invalid graph name {name!r}: use 1-40 characters from a-z, 0-9, '_' and '-', "
+            "starting with a letter or digit"
+        )
+
+    def register(factory: F) -> F:
+        if not callable(factory):
+            raise GraphDefinitionError(f"@graph_def({name!r}) must decorate a function, got {factory!r}")
+        module = getattr(factory, "__module__", None) or "<unknown>"
+        existing = _registry.get(name)
+        if existing is not None and not _same_function(existing.factory, factory):
+            raise GraphDefinitionError(
+                f"graph {name!r} is defined twice: by {existing.module}.{_qualname(existing.factory)} "
+                f"and by {module}.{_qualname(factory)}"
+            )
+        _registry[name] = GraphDefinition(
+            name=name, description=" ".join(description.split()), factory=factory, module=module
+        )
+        return factory
+
+    return register
+
+
+def _qualname(func: Callable[..., object]) -> str:
+    return str(getattr(func, "__qualname__", repr(func)))
+
+
+def unregister(name: str) -> None:
+    """Forget a definition; for tests that register throwaway graphs."""
+    _registry.pop(name, None)
+
+
+def _package_modules() -> list[str]:
+    """Public graph modules shipped in the ``graph_defs`` package, in name order."""
+    package = importlib.import_module(_PACKAGE)
+    names = [
+        f"{_PACKAGE}.{info.name}"
+        for info in pkgutil.iter_modules(package.__path__)
+        if not info.name.startswith("_") and info.name not in _INFRASTRUCTURE_MODULES
+    ]
+    return sorted(names)
+
+
+def load_graph_modules(extra: Sequence[str] = ()) -> list[str]:
+    """Import every graph module of the package plus ``extra`` and return their names.
+
+    ``extra`` is the caller's list (the bot passes its ``GRAPH_MODULES`` setting); this
+    function deliberately reads no environment itself. Importing an already imported
+    module is a no-op, so calling this again is cheap and harmless.
+
+    Raises:
+        GraphModuleError: a module failed to import; names the module and the cause.
+    """
+    wanted = _package_modules()
+    for raw in extra:
+        name = raw.strip()
+        if name and name not in wanted:
+            wanted.append(name)
+    for module in wanted:
+        try:
+            importlib.import_module(module)
+        except Exception as error:
+            raise GraphModuleError(module=module, cause=error) from error
+    return wanted
+
+
+def list_graphs() -> list[GraphDefinition]:
+    """All registered definitions, sorted by name."""
+    return [_registry[name] for name in sorted(_registry)]
+
+
+def get_graph(name: str) -> GraphDefinition:
+    """The definition registered as ``name``.
+
+    Raises:
+        UnknownGraph: nothing is registered under that name; carries the known names.
+    """
+    try:
+        return _registry[name]
+    except KeyError:
+        raise UnknownGraph(name=name, known=sorted(_registry)) from None
+
+
+def build_graph(name: str) -> Graph:
+    """Build a fresh graph from the definition registered as ``name``.
+
+    Raises:
+        UnknownGraph: nothing is registered under that name.
+        GraphDefinitionError: the factory returned something other than a strands ``Graph``.
+    """
+    from strands.multiagent.graph import Graph
+
+    definition = get_graph(name)
+    graph = definition.factory()
+    if not isinstance(graph, Graph):
+        raise GraphDefinitionError(
+            f"graph definition {name!r} ({definition.module}.{_qualname(definition.factory)}) returned "
+            f"{type(graph).__name__}, expected strands.multiagent.Graph (did you forget builder.build()?)"
+        )
+    return graph

@@ -1,0 +1,137 @@
+"""How a Run becomes a DynamoDB item and back, and how big that item is.
+
+Kept apart from the store so that the store reads as the sequence of requests it makes.
+The item layout is described in ``persistence/dynamodb.py``.
+
+Numbers: DynamoDB has no float type and boto3 refuses Python floats, so the fixed
+numeric fields (timestamps, version) go through ``Decimal(repr(f))``: ``repr`` is the
+shortest string that reads back as the same float, and DynamoDB keeps 38 digits. What
+graph code puts in an ask (``reason``, an edited tool input) is arbitrary JSON: it may
+hold floats DynamoDB cannot represent (1e300, NaN), integers past 38 digits, or ``1.0``
+that DynamoDB would hand back as ``1``. Those payloads are stored as JSON text so they
+come back exactly as they went in.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any, cast
+
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
+
+from persistence.records import Decision, Run
+
+RUN_SK = "run"
+SWEEP_PK = "sweep"
+ITEM_LIMIT = 400 * 1024  # DynamoDB's hard limit for one item, names and values included
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+# Attributes of the run item that are not Run fields.
+_STORE_ATTRS = ("pk", "sk", "snap", "snap_ref", "sweep_pk", "sweep_at", "expires_at")
+
+
+def pk(run_id: str) -> str:
+    return f"run#{run_id}"
+
+
+def key(run_id: str, sk: str = RUN_SK) -> dict[str, Any]:
+    return {"pk": {"S": pk(run_id)}, "sk": {"S": sk}}
+
+
+def wire(value: Any) -> dict[str, Any]:
+    """One attribute value in DynamoDB's wire form, floats turned into Decimals."""
+    return dict(_serializer.serialize(_decimals(value)))
+
+
+def decision_value(decision: Decision) -> dict[str, Any]:
+    data = decision.to_dict()
+    if "edited_input" in data:
+        data["edited_input"] = _json(data["edited_input"])
+    return wire(data)
+
+
+def run_item(run: Run, *, expires_at: float | None) -> dict[str, Any]:
+    """The run item without its snapshot attributes (the store adds ``snap``/``snap_ref``)."""
+    doc = run.to_dict()
+    for ask in doc["asks"].values():
+        ask["reason"] = _json(ask["reason"])
+        if "decision" in ask and "edited_input" in ask["decision"]:
+            ask["decision"]["edited_input"] = _json(ask["decision"]["edited_input"])
+    item = {name: wire(value) for name, value in doc.items() if value is not None}
+    item.update(key(run.run_id))
+    if run.sweep_at is not None:
+        item["sweep_pk"] = {"S": SWEEP_PK}
+        item["sweep_at"] = wire(run.sweep_at)
+    if expires_at is not None:
+        item["expires_at"] = {"N": str(int(expires_at))}
+    return item
+
+
+def plain(item: dict[str, Any]) -> dict[str, Any]:
+    """The item as Python values: Decimals become int or float, Binary becomes bytes."""
+    return {name: _python(_deserializer.deserialize(value)) for name, value in item.items()}
+
+
+def run_from_item(item: dict[str, Any], snapshot: bytes | None) -> Run:
+    data = plain(item)
+    for name in _STORE_ATTRS:
+        data.pop(name, None)
+    for ask in (data.get("asks") or {}).values():
+        ask["reason"] = json.loads(ask["reason"])
+        decision = ask.get("decision")
+        if decision and "edited_input" in decision:
+            decision["edited_input"] = json.loads(decision["edited_input"])
+    return Run.from_dict(data, snapshot=snapshot)
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """An upper bound of DynamoDB's size of ``item`` (names plus values, in bytes).
+
+    Follows the published rules (strings and binaries by length, maps and lists 3 bytes
+    plus 1 per element) and rounds numbers up to their worst case so the estimate only
+    errs on the large side.
+    """
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    (kind, inner), *_ = value.items()
+    if kind == "S":
+        return len(str(inner).encode())
+    if kind == "B":
+        return len(inner)
+    if kind == "N":
+        return 21
+    if kind == "M":
+        return 3 + sum(len(n.encode()) + _value_size(v) + 1 for n, v in inner.items())
+    if kind == "L":
+        return 3 + sum(_value_size(v) + 1 for v in inner)
+    return 1  # BOOL, NULL
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _decimals(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {k: _decimals(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decimals(v) for v in value]
+    return value
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, Binary):
+        return bytes(cast(Any, value))
+    if isinstance(value, dict):
+        return {k: _python(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_python(v) for v in value]
+    return value

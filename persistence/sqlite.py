@@ -1,0 +1,214 @@
+"""The embedded store: one SQLite file, for a single host with no AWS account.
+
+Several threads (the engine calls the store through ``asyncio.to_thread``) and several
+processes (a restarted server, the demo next to a running bot) share the file. WAL mode
+lets readers proceed while one writer commits; the busy timeout makes a writer wait for
+another process's write lock instead of failing at once. Every write that depends on
+what is stored runs inside ``BEGIN IMMEDIATE``, which takes the write lock before the
+read, so the read and the write form one atomic step across processes; the ``WHERE
+version = ?`` on each UPDATE restates the condition so a mistake there shows up as a
+conflict, never as a lost update.
+
+Each thread gets its own connection: sqlite3 connections must not be used from two
+threads at once, and one connection per thread lets WAL readers run in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from persistence import snapshots
+from persistence.base import AskNotFound, AskNotPending, RunExists, RunNotFound, VersionConflict
+from persistence.records import AskStatus, Decision, Run, RunStatus
+
+_BUSY_TIMEOUT_S = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id   TEXT PRIMARY KEY,
+    version  INTEGER NOT NULL,
+    doc      TEXT NOT NULL,
+    snapshot BLOB,
+    sweep_at REAL
+);
+CREATE INDEX IF NOT EXISTS runs_sweep_at ON runs (sweep_at) WHERE sweep_at IS NOT NULL;
+"""
+
+
+class SqliteRunStore:
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        with self._write() as conn:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+
+    # -- connections ---------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            # isolation_level=None: no implicit transactions; we say BEGIN IMMEDIATE ourselves.
+            conn = sqlite3.connect(self._path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # durable at checkpoints; WAL keeps it consistent
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection this store opened (tests, process shutdown)."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+    # -- RunStore ------------------------------------------------------------------
+
+    def create(self, run: Run) -> None:
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    "INSERT INTO runs (run_id, version, doc, snapshot, sweep_at) VALUES (?, ?, ?, ?, ?)",
+                    (run.run_id, run.version, _doc(run), _blob(run), run.sweep_at),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise RunExists(run.run_id) from exc
+
+    def load(self, run_id: str) -> Run | None:
+        row = self._conn().execute("SELECT doc, snapshot FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        return _run(row[0], row[1])
+
+    def decide(self, run_id: str, ask_key: str, decision: Decision, *, now: float) -> Run:
+        with self._write() as conn:
+            row = conn.execute("SELECT doc, snapshot FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFound(run_id)
+            run = _run(row[0], None)
+            ask = run.asks.get(ask_key)
+            if ask is None:
+                raise AskNotFound(f"{run_id}/{ask_key}")
+            if ask.status is AskStatus.DECIDED and ask.decision == decision:
+                return run.evolve(snapshot=_raw(row[1]))  # the same call again: already done
+            if ask.status is not AskStatus.PENDING:
+                raise AskNotPending(run, ask_key)
+            asks = {**run.asks, ask_key: replace(ask, status=AskStatus.DECIDED, decision=decision)}
+            new = run.evolve(asks=asks, version=run.version + 1, updated_at=now)
+            self._update(conn, new, expected_version=run.version)
+        return new.evolve(snapshot=_raw(row[1]))
+
+    def claim(
+        self,
+        run_id: str,
+        *,
+        expected_version: int,
+        status: RunStatus,
+        owner: str,
+        lease_until: float,
+        now: float,
+    ) -> int:
+        _require_leased(status)
+        with self._write() as conn:
+            row = conn.execute("SELECT doc FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            run = _run(row[0], None) if row else None
+            if run is not None and _claimed(run, expected_version + 1, owner, lease_until):
+                return run.version  # the same call again: already done
+            if run is None or run.version != expected_version:
+                raise VersionConflict(f"{run_id}: expected version {expected_version}")
+            new = run.evolve(
+                status=status,
+                lease_owner=owner,
+                lease_until=lease_until,
+                updated_at=now,
+                version=expected_version + 1,
+            )
+            self._update(conn, new, expected_version=expected_version)
+        return new.version
+
+    def renew(self, run_id: str, *, owner: str, lease_until: float) -> bool:
+        with self._write() as conn:
+            row = conn.execute("SELECT doc FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            run = _run(row[0], None) if row else None
+            if run is None or run.lease_owner != owner or not run.status.leased:
+                return False
+            self._update(conn, run.evolve(lease_until=lease_until), expected_version=run.version)
+        return True
+
+    def save(self, run: Run, *, expected_version: int) -> Run:
+        stored = run.evolve(version=expected_version + 1)
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE runs SET version = ?, doc = ?, snapshot = ?, sweep_at = ? WHERE run_id = ? AND version = ?",
+                (stored.version, _doc(stored), _blob(stored), stored.sweep_at, run.run_id, expected_version),
+            )
+            if cursor.rowcount != 1:
+                raise VersionConflict(f"{run.run_id}: expected version {expected_version}")
+        return stored
+
+    def stuck(self, *, now: float, limit: int = 25) -> list[str]:
+        rows = self._conn().execute(
+            "SELECT run_id FROM runs WHERE sweep_at IS NOT NULL AND sweep_at <= ? ORDER BY sweep_at LIMIT ?",
+            (now, limit),
+        )
+        return [r[0] for r in rows]
+
+    @staticmethod
+    def _update(conn: sqlite3.Connection, run: Run, *, expected_version: int) -> None:
+        """Rewrite the document and index of ``run``, leaving the snapshot column alone."""
+        cursor = conn.execute(
+            "UPDATE runs SET version = ?, doc = ?, sweep_at = ? WHERE run_id = ? AND version = ?",
+            (run.version, _doc(run), run.sweep_at, run.run_id, expected_version),
+        )
+        if cursor.rowcount != 1:
+            raise VersionConflict(f"{run.run_id}: expected version {expected_version}")
+
+
+def _require_leased(status: RunStatus) -> None:
+    if not status.leased:
+        raise ValueError(f"claim takes a lease: status must be running or resuming, not {status}")
+
+
+def _doc(run: Run) -> str:
+    return json.dumps(run.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def _blob(run: Run) -> bytes | None:
+    return snapshots.encode(run.snapshot) if run.snapshot is not None else None
+
+
+def _raw(blob: bytes | None) -> bytes | None:
+    return snapshots.decode(blob) if blob is not None else None
+
+
+def _run(doc: str, blob: bytes | None) -> Run:
+    data: dict[str, Any] = json.loads(doc)
+    return Run.from_dict(data, snapshot=_raw(blob))
+
+
+def _claimed(run: Run, version: int, owner: str, lease_until: float) -> bool:
+    return run.version == version and run.lease_owner == owner and run.lease_until == lease_until

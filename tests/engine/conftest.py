@@ -1,0 +1,83 @@
+"""Engine fixtures: the real SQLite store, real graphs, and a publisher that records."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from strands.multiagent.graph import Graph
+
+import tests.support.graphs as test_graphs
+from engine import RunEngine
+from graph_defs.registry import build_graph, list_graphs, load_graph_modules
+from persistence.records import Ask, MessageRef, Run
+from persistence.sqlite import SqliteRunStore
+
+
+class RegistrySource:
+    def build(self, name: str) -> Graph:
+        return build_graph(name)
+
+    def exists(self, name: str) -> bool:
+        return any(d.name == name for d in list_graphs())
+
+
+@dataclass
+class RecordingPublisher:
+    """Remembers what would have been posted, in order, with fake message refs."""
+
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, run id, ask key or status)
+    _ts: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    async def run_started(self, *, run: Run, channel: str) -> MessageRef:
+        self.events.append(("started", run.run_id, ""))
+        return MessageRef(channel=channel, ts=f"{next(self._ts)}.0")
+
+    async def asks_raised(self, *, run: Run, asks: Sequence[Ask]) -> dict[str, MessageRef]:
+        placed = {}
+        for ask in asks:
+            self.events.append(("card", run.run_id, ask.key))
+            placed[ask.key] = MessageRef(channel="C1", ts=f"{next(self._ts)}.0")
+        return placed
+
+    async def ask_changed(self, *, run: Run, ask: Ask) -> None:
+        self.events.append(("changed", run.run_id, f"{ask.key}:{ask.status.value}"))
+
+    async def run_finished(self, *, run: Run) -> None:
+        self.events.append(("finished", run.run_id, run.status.value))
+
+    def of(self, kind: str) -> list[tuple[str, str, str]]:
+        return [e for e in self.events if e[0] == kind]
+
+
+@pytest.fixture(autouse=True)
+def offline_graphs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GRAPH_MODEL", "offline")
+    monkeypatch.setenv("APPROVAL_BOT_TEST_MARKERS", str(tmp_path / "markers.txt"))
+    load_graph_modules(["tests.support.graphs"])
+    test_graphs.DURING_PASS.clear()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteRunStore:
+    return SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+
+
+@pytest.fixture
+def publisher() -> RecordingPublisher:
+    return RecordingPublisher()
+
+
+@pytest.fixture
+def make_engine(store: SqliteRunStore, publisher: RecordingPublisher):  # type: ignore[no-untyped-def]
+    """A new engine per call: each one stands for another process (own owner id, fresh graphs)."""
+
+    def make(*, owner: str | None = None, lease_seconds: float = 900.0) -> RunEngine:
+        return RunEngine(
+            store=store, graphs=RegistrySource(), publisher=publisher, owner=owner, lease_seconds=lease_seconds
+        )
+
+    return make

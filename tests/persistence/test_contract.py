@@ -1,0 +1,272 @@
+"""The RunStore contract, run against SQLite, DynamoDB (moto over HTTP) and DynamoDB + S3."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+
+import pytest
+
+from persistence import (
+    AskNotFound,
+    AskNotPending,
+    AskStatus,
+    Run,
+    RunExists,
+    RunStatus,
+    Verdict,
+    VersionConflict,
+)
+from tests.persistence.conftest import Backend, decision, item_size, make_run
+
+MB = 1024 * 1024
+
+
+def test_create_then_load_round_trips_every_field(backend: Backend) -> None:
+    store = backend.store()
+    run = make_run("r-create")
+    decided = replace(
+        run.asks["a2"],
+        status=AskStatus.DECIDED,
+        decision=decision("U9", verdict=Verdict.EDIT, text="ok ✓", edited_input={"x": [1, 2.0, {"y": "ü"}]}),
+    )
+    run = run.evolve(
+        asks={**run.asks, "a2": decided}, lease_owner="host-1", lease_until=run.updated_at + 0.5, output="out"
+    )
+    store.create(run)
+
+    assert store.load("r-create") == run
+    loaded = store.load("r-create")
+    assert loaded is not None
+    assert isinstance(loaded.asks["a1"].reason["ratio"], float)
+    assert loaded.asks["a1"].reason["big"] == 2**70
+    with pytest.raises(RunExists):
+        store.create(run.evolve(task="other"))
+    assert backend.store().load("r-create") == run
+
+
+def test_load_unknown_run_is_none(backend: Backend) -> None:
+    assert backend.store().load("nope") is None
+
+
+def test_decide_exactly_once_among_twenty_threads(backend: Backend) -> None:
+    backend.store().create(make_run("r-race"))
+    users = [f"U{i:02d}" for i in range(20)]
+    barrier = threading.Barrier(len(users))
+    won: list[Run] = []
+    lost: list[AskNotPending] = []
+    errors: list[BaseException] = []
+    store = backend.store()  # one instance shared by threads, as the engine uses it
+
+    def click(user: str) -> None:
+        barrier.wait()
+        try:
+            won.append(store.decide("r-race", "a1", decision(user), now=time.time()))
+        except AskNotPending as exc:
+            lost.append(exc)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=click, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    assert len(won) == 1 and len(lost) == 19
+    winner = won[0].asks["a1"].decision
+    assert winner is not None and winner.user in users
+    assert {exc.run.asks["a1"].decision.user for exc in lost if exc.run.asks["a1"].decision} == {winner.user}
+    stored = backend.store().load("r-race")
+    assert stored is not None and stored.version == 2 and stored.asks["a1"].decision == winner
+
+
+def test_decide_records_decision_and_bumps_version(backend: Backend) -> None:
+    store = backend.store()
+    run = make_run("r-decide")
+    store.create(run)
+    choice = decision("U1", verdict=Verdict.REPLY, text="wait until 5pm, s'il vous plaît")
+    after = store.decide("r-decide", "a1", choice, now=run.updated_at + 10)
+
+    assert after.version == run.version + 1
+    assert after.updated_at == run.updated_at + 10
+    assert after.asks["a1"].status is AskStatus.DECIDED and after.asks["a1"].decision == choice
+    assert after.asks["a2"] == run.asks["a2"]
+    assert after.snapshot == run.snapshot
+    assert store.load("r-decide") == after
+
+
+def test_decide_unknown_run_or_ask(backend: Backend) -> None:
+    from persistence import RunNotFound
+
+    store = backend.store()
+    store.create(make_run("r-unknown"))
+    with pytest.raises(RunNotFound):
+        store.decide("nope", "a1", decision("U1"), now=time.time())
+    with pytest.raises(AskNotFound):
+        store.decide("r-unknown", "a9", decision("U1"), now=time.time())
+
+
+def test_claim_takes_the_lease_once(backend: Backend) -> None:
+    store = backend.store()
+    run = make_run("r-claim")
+    store.create(run)
+    until = run.updated_at + 60
+    version = store.claim(
+        "r-claim", expected_version=1, status=RunStatus.RESUMING, owner="p1", lease_until=until, now=run.updated_at
+    )
+    assert version == 2
+    stored = store.load("r-claim")
+    assert stored is not None
+    assert (stored.version, stored.status, stored.lease_owner, stored.lease_until) == (
+        2,
+        RunStatus.RESUMING,
+        "p1",
+        until,
+    )
+    assert stored.snapshot == run.snapshot  # claim writes no snapshot and keeps the one there
+    with pytest.raises(VersionConflict):
+        store.claim("r-claim", expected_version=1, status=RunStatus.RESUMING, owner="p2", lease_until=until, now=0)
+    with pytest.raises(VersionConflict):
+        store.claim("nope", expected_version=1, status=RunStatus.RESUMING, owner="p2", lease_until=until, now=0)
+
+
+def test_a_decision_makes_the_holders_save_fail(backend: Backend) -> None:
+    store = backend.store()
+    run = make_run("r-save")
+    store.create(run)
+    v = store.claim("r-save", expected_version=1, status=RunStatus.RESUMING, owner="p1", lease_until=1e10, now=1)
+    store.decide("r-save", "a2", decision("U2"), now=2)
+    with pytest.raises(VersionConflict):
+        store.save(run.evolve(status=RunStatus.WAITING, snapshot=b"new"), expected_version=v)
+    stored = store.load("r-save")
+    assert stored is not None and stored.snapshot == run.snapshot and stored.status is RunStatus.RESUMING
+
+    released = store.save(stored.evolve(status=RunStatus.WAITING, snapshot=b"new"), expected_version=v + 1)
+    assert released.version == v + 2
+    assert store.load("r-save") == released
+
+
+def test_renew_only_by_the_owner(backend: Backend) -> None:
+    store = backend.store()
+    store.create(make_run("r-renew"))
+    v = store.claim("r-renew", expected_version=1, status=RunStatus.RUNNING, owner="p1", lease_until=100, now=1)
+
+    assert store.renew("r-renew", owner="p1", lease_until=200) is True
+    assert store.renew("r-renew", owner="p2", lease_until=300) is False
+    assert store.renew("nope", owner="p1", lease_until=300) is False
+    stored = store.load("r-renew")
+    assert stored is not None and stored.lease_until == 200 and stored.version == v
+
+    store.save(stored.evolve(status=RunStatus.WAITING), expected_version=v)  # released, owner left in place
+    assert store.renew("r-renew", owner="p1", lease_until=400) is False
+
+
+def test_stuck_finds_expired_leases_and_unclaimed_decisions(backend: Backend) -> None:
+    store = backend.store()
+    now = time.time()
+    store.create(make_run("expired", status=RunStatus.RESUMING, lease_owner="p", lease_until=now - 50))
+    store.create(make_run("healthy", status=RunStatus.RUNNING, lease_owner="p", lease_until=now + 600))
+    store.create(make_run("waiting"))
+    store.create(make_run("done", status=RunStatus.COMPLETED))
+    store.create(make_run("decided"))
+    store.decide("decided", "a1", decision("U1"), now=now - 10)
+
+    assert store.stuck(now=now) == ["expired", "decided"]  # oldest first
+    assert store.stuck(now=now, limit=1) == ["expired"]
+    assert store.stuck(now=now - 100) == []
+
+    # Once the decision is consumed and the run waits again, nothing is stuck there.
+    run = store.load("decided")
+    assert run is not None
+    consumed = replace(run.asks["a1"], status=AskStatus.CONSUMED)
+    store.save(run.evolve(asks={**run.asks, "a1": consumed}), expected_version=run.version)
+    assert store.stuck(now=now) == ["expired"]
+
+
+@pytest.mark.parametrize(
+    "size", [pytest.param(1000, id="small"), pytest.param(int(1.6 * MB), id="1.6MB"), pytest.param(10 * MB, id="10MB")]
+)
+def test_snapshots_of_any_size_round_trip(backend: Backend, size: int) -> None:
+    store = backend.store()
+    run = make_run("r-snap", snapshot=os.urandom(size))
+    store.create(run)
+    assert store.load("r-snap") == run
+    first = backend.offloaded()
+
+    second = store.save(run.evolve(snapshot=os.urandom(size)), expected_version=1)
+    assert backend.store().load("r-snap") == second
+    now_stored = backend.offloaded()
+    assert not (first & now_stored), "the previous snapshot's chunks/object must be gone"
+    if backend.dynamo:
+        sizes = [item_size(i) for i in backend.items()]
+        assert max(sizes) < 400 * 1024
+        if size > MB:
+            assert now_stored, "a large snapshot must live outside the run item"
+            assert len([k for k in now_stored if "/snap#" in k]) == (0 if backend.bucket else -(-size // (300 * 1024)))
+
+    # A decision returns the whole run, snapshot included, wherever it is kept.
+    assert store.decide("r-snap", "a1", decision("U1"), now=time.time()).snapshot == second.snapshot
+
+
+def test_failed_save_keeps_previous_snapshot_and_leaves_nothing_behind(backend: Backend) -> None:
+    store = backend.store()
+    run = make_run("r-stale", snapshot=os.urandom(int(1.6 * MB)))
+    store.create(run)
+    kept = store.save(run.evolve(snapshot=os.urandom(int(1.6 * MB))), expected_version=1)
+    pieces = backend.offloaded()
+
+    # Two stale writers: one a version behind (it would write under the same version as
+    # the stored snapshot), one two versions behind.
+    for stale in (1, 0):
+        with pytest.raises(VersionConflict):
+            store.save(run.evolve(snapshot=os.urandom(int(1.6 * MB))), expected_version=stale)
+    assert backend.offloaded() == pieces
+    assert backend.store().load("r-stale") == kept
+
+
+def test_another_process_sees_and_changes_the_same_data(backend: Backend) -> None:
+    store = backend.store()
+    store.create(make_run("r-proc"))
+    if backend.dynamo:
+        opener = (
+            f"from persistence.dynamodb import DynamoRunStore as S; s = S({backend.table!r}, bucket={backend.bucket!r})"
+        )
+    else:
+        path = store._path  # type: ignore[attr-defined]
+        opener = f"from persistence.sqlite import SqliteRunStore as S; s = S({path!r})"
+    code = (
+        f"{opener}\n"
+        "from persistence import Decision, Verdict\n"
+        "r = s.decide('r-proc', 'a1', Decision(verdict=Verdict.REJECT, user='U7', at=5.5), now=6.5)\n"
+        "print(r.version)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2"
+    stored = store.load("r-proc")
+    assert stored is not None and stored.asks["a1"].decision is not None
+    assert stored.asks["a1"].decision.user == "U7" and stored.updated_at == 6.5
+
+
+def test_the_same_call_again_is_recognised_as_done(backend: Backend) -> None:
+    """What a client retry after a lost response looks like: identical arguments."""
+    store = backend.store()
+    run = make_run("r-again")
+    store.create(run)
+    choice = decision("U1")
+    first = store.decide("r-again", "a1", choice, now=10.0)
+    assert store.decide("r-again", "a1", choice, now=10.0) == first
+    with pytest.raises(AskNotPending):
+        store.decide("r-again", "a1", decision("U1"), now=11.0)  # a second click is not a retry
+
+    args = {"expected_version": first.version, "status": RunStatus.RESUMING, "owner": "p1", "lease_until": 99.0}
+    assert store.claim("r-again", **args, now=12.0) == first.version + 1  # type: ignore[arg-type]
+    assert store.claim("r-again", **args, now=12.0) == first.version + 1  # type: ignore[arg-type]
+    with pytest.raises(VersionConflict):
+        store.claim("r-again", **{**args, "owner": "p2"}, now=12.0)  # type: ignore[arg-type]

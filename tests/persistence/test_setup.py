@@ -1,0 +1,40 @@
+"""Table creation, store selection, and keeping boto3 off the Slack ack path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+
+import boto3
+
+from persistence import SqliteRunStore, create_table, open_store
+from tests.support.aws import CountingMotoServer
+
+
+def test_create_table_is_idempotent(moto_server: CountingMotoServer) -> None:
+    table, bucket = f"runs-{uuid.uuid4().hex[:8]}", f"snapshots-{uuid.uuid4().hex[:8]}"
+    first = create_table(table=table, bucket=bucket)
+    second = create_table(table=table, bucket=bucket)
+    print("\n" + "\n".join(first + second))
+
+    assert first == [f"created table {table}", "enabled TTL on expires_at", f"created bucket {bucket}"]
+    assert second == [f"table {table} exists", "TTL on expires_at already enabled", f"bucket {bucket} exists"]
+    described = boto3.client("dynamodb").describe_table(TableName=table)["Table"]
+    assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    (index,) = described["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == "sweep"
+    assert [k["AttributeName"] for k in index["KeySchema"]] == ["sweep_pk", "sweep_at"]
+
+
+def test_open_store_picks_the_backend(moto_server: CountingMotoServer, dynamodb_table: str, tmp_path: str) -> None:
+    from persistence.dynamodb import DynamoRunStore
+
+    assert isinstance(open_store(table=None, sqlite_path=f"{tmp_path}/r.db"), SqliteRunStore)
+    assert isinstance(open_store(table=dynamodb_table, sqlite_path="unused"), DynamoRunStore)
+
+
+def test_importing_persistence_does_not_import_boto3() -> None:
+    code = "import sys, persistence; print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

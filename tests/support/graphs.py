@@ -1,0 +1,140 @@
+"""Graphs made for tests: observable side effects, failures, huge outputs, races.
+
+Loaded by the engine tests directly and by the bot under test through
+``GRAPH_MODULES=tests.support.graphs``. Side effects go to the file named by
+``APPROVAL_BOT_TEST_MARKERS`` so a test can see them across processes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from strands import Agent, tool
+from strands.multiagent.graph import Graph, GraphBuilder
+from strands.types.content import Messages
+from strands.types.tools import ToolContext
+from strands.vended_interventions.hitl import HumanInTheLoop
+
+from graph_defs import graph_def
+from graph_defs.scripted import ScriptedModel, Step, call, graph_task, latest_tool_result_text, say
+
+DURING_PASS: list[Callable[[], None]] = []
+"""Test hooks run inside a tool after its approval, i.e. while a resume holds the run."""
+
+
+def markers() -> list[str]:
+    path = os.environ.get("APPROVAL_BOT_TEST_MARKERS")
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as handle:
+        return [line.rstrip("\n") for line in handle]
+
+
+def _mark(text: str) -> None:
+    path = os.environ.get("APPROVAL_BOT_TEST_MARKERS")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+
+
+@tool(context=True)
+def write_marker(text: str, tool_context: ToolContext) -> str:
+    """Write a marker line, after a human approved it."""
+    answer: dict[str, Any] = tool_context.interrupt(f"approve_write_{tool_context.agent.name}", reason={"text": text})
+    if answer.get("decision") == "reject":
+        return f"rejected by {answer.get('user')}: {answer.get('text') or 'no reason'}"
+    for hook in list(DURING_PASS):
+        hook()
+    written = f"{text} | reply: {answer['text']}" if answer.get("decision") == "reply" else text
+    _mark(written)
+    return f"wrote {written}"
+
+
+def _writer(name: str) -> Agent:
+    def report(messages: Messages) -> Step:
+        return say(f"{name} result: {latest_tool_result_text(messages)}")
+
+    def ask(messages: Messages) -> Step:
+        return call("write_marker", text=f"{name}:{graph_task(messages)}")
+
+    return Agent(
+        name=name,
+        model=ScriptedModel([ask, report], id_prefix=f"tu_{name}"),
+        tools=[write_marker],
+        callback_handler=None,
+    )
+
+
+def _bounded(builder: GraphBuilder) -> Graph:
+    builder.set_max_node_executions(20)
+    builder.set_execution_timeout(120)
+    return builder.build()
+
+
+@graph_def("guarded-write", description="one node; writes a marker after approval")
+def guarded_write() -> Graph:
+    builder = GraphBuilder()
+    builder.add_node(_writer("writer"), "writer")
+    return _bounded(builder)
+
+
+@graph_def("two-asks", description="two parallel nodes that each ask, then a summary")
+def two_asks() -> Graph:
+    builder = GraphBuilder()
+    builder.add_node(_writer("left"), "left")
+    builder.add_node(_writer("right"), "right")
+    summary = Agent(
+        name="summary",
+        model=ScriptedModel([lambda m: say("summary: both sides finished")]),
+        callback_handler=None,
+    )
+    builder.add_node(summary, "summary")
+    builder.add_edge("left", "summary")
+    builder.add_edge("right", "summary")
+    return _bounded(builder)
+
+
+class _Exploding(ScriptedModel):
+    async def stream(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        raise RuntimeError("the model exploded")
+        yield {}
+
+
+@graph_def("boom", description="a node that raises")
+def boom() -> Graph:
+    builder = GraphBuilder()
+    builder.add_node(Agent(name="boom", model=_Exploding(), callback_handler=None), "boom")
+    return _bounded(builder)
+
+
+@graph_def("big-output", description="asks once, then answers with megabytes of text")
+def big_output() -> Graph:
+    builder = GraphBuilder()
+    builder.add_node(_writer("writer"), "writer")
+    talker = Agent(name="talker", model=ScriptedModel([say("x" * 2_000_000 + " END")]), callback_handler=None)
+    builder.add_node(talker, "talker")
+    builder.add_edge("writer", "talker")
+    return _bounded(builder)
+
+
+@tool
+def drop_table(name: str) -> str:
+    """Drop a table (the test's stand-in for something dangerous)."""
+    _mark(f"dropped {name}")
+    return f"dropped {name}"
+
+
+@graph_def("hitl", description="Strands' HumanInTheLoop gating a dangerous tool")
+def hitl() -> Graph:
+    agent = Agent(
+        name="dba",
+        model=ScriptedModel([call("drop_table", name="users"), lambda m: say(f"dba: {latest_tool_result_text(m)}")]),
+        tools=[drop_table],
+        interventions=[HumanInTheLoop(enable_trust=True)],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "dba")
+    return _bounded(builder)
