@@ -19,6 +19,18 @@ from bot.services import Services
 logger = logging.getLogger(__name__)
 
 
+class _IgnoreEnvToken(logging.Filter):
+    """Bolt reads SLACK_BOT_TOKEN from the environment and warns that the client wins;
+    here that is the design (authorize supplies the token), not a mistake to report."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`token` will be unused" not in record.getMessage()
+
+
+_bolt_logger = logging.getLogger("bot.bolt")
+_bolt_logger.addFilter(_IgnoreEnvToken())
+
+
 def build_app(services: Services, *, process_before_response: bool = False) -> AsyncApp:
     token = services.settings.slack_bot_token.get_secret_value()
 
@@ -32,6 +44,7 @@ def build_app(services: Services, *, process_before_response: bool = False) -> A
         authorize=authorize,
         process_before_response=process_before_response,
         raise_error_for_unhandled_request=False,
+        logger=_bolt_logger,
     )
 
     @app.error

@@ -24,7 +24,7 @@ class Settings(BaseSettings):
     graph_modules: Annotated[list[str], NoDecode] = Field(default_factory=list, alias="GRAPH_MODULES")
     sqlite_path: str = Field(default=".approval-bot/runs.sqlite3", alias="SQLITE_PATH")
     port: int = Field(default=3000, alias="PORT", ge=1, le=65535)
-    lease_seconds: float = Field(default=900.0, alias="LEASE_SECONDS", gt=0)
+    lease_seconds: float = Field(default=120.0, alias="LEASE_SECONDS", ge=5)
 
     @field_validator("graph_modules", mode="before")
     @classmethod

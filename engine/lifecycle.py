@@ -75,7 +75,7 @@ class RunEngine:
         graphs: GraphSource,
         publisher: Publisher,
         owner: str | None = None,
-        lease_seconds: float = 900.0,
+        lease_seconds: float = 120.0,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = new_run_id,
     ) -> None:
@@ -86,6 +86,7 @@ class RunEngine:
         self._lease = lease_seconds
         self._clock = clock
         self._new_id = new_id
+        self.unsaved_ask_wait = 10.0
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
@@ -125,11 +126,31 @@ class RunEngine:
             run = await self._io(self._store.decide, run_id, ask_key, decision, now=self._clock())
         except AskNotPending as lost:
             return DecideResult(accepted=False, run=lost.run, ask=lost.run.asks[ask_key])
-        except (RunNotFound, AskNotFound):
+        except RunNotFound:
             return DecideResult(accepted=False, run=None, ask=None)
+        except AskNotFound:
+            return await self._decide_unsaved(run_id=run_id, ask_key=ask_key, decision=decision)
         ask = run.asks[ask_key]
         await self._notify_ask(run, ask)
         return DecideResult(accepted=True, run=run, ask=ask)
+
+    async def _decide_unsaved(self, *, run_id: str, ask_key: str, decision: Decision) -> DecideResult:
+        """A click on a card whose ask is not saved yet.
+
+        Cards are posted just before their pass saves (so every saved ask knows its card);
+        a quick click can land in between. While the pass holds a live lease, wait for the
+        save. If the holder died instead, its card's key is never reused, so the click can
+        only fail here, never answer an ask that its clicker did not see.
+        """
+        deadline = self._clock() + self.unsaved_ask_wait
+        while True:
+            run = await self._io(self._store.load, run_id)
+            if run is not None and ask_key in run.asks:
+                return await self.decide(run_id=run_id, ask_key=ask_key, decision=decision)
+            live = run is not None and run.status.leased and (run.lease_until or 0.0) > self._clock()
+            if not live or self._clock() >= deadline:
+                return DecideResult(accepted=False, run=run, ask=None)
+            await asyncio.sleep(0.2)
 
     async def resume(self, run_id: str, *, known: Run | None = None) -> Run | None:
         """Claim the run if it has work (decisions to use, or a dead holder) and do it.

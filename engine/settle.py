@@ -5,6 +5,8 @@ Kept apart from the lifecycle so the rules can be tested without a store or a gr
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from engine.execution import Step, StepStatus
@@ -31,6 +33,14 @@ class Outcome:
             asks[ask.key] = placed_ask
             placed.append(placed_ask)
         return Outcome(run=self.run.evolve(asks=asks), new_asks=placed)
+
+
+def new_ask_key(taken: Collection[str]) -> str:
+    """A fresh key, never reused: a card from a pass that died before saving can then
+    only ever be "unknown", never answer a different ask created by the takeover."""
+    while (key := secrets.token_hex(4)) in taken:
+        pass
+    return key
 
 
 def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
@@ -66,7 +76,7 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
         seq += 1
         new_asks.append(
             Ask(
-                key=f"a{seq}",
+                key=new_ask_key([*asks, *(a.key for a in new_asks)]),
                 interrupt_id=raised.interrupt_id,
                 name=raised.name,
                 reason=raised.reason,

@@ -8,7 +8,8 @@ notices the new decision without an extra read. See ``persistence/base.py`` for 
 operations and ``engine/lifecycle.py`` for the rules built on them.
 
 Records are plain dataclasses with ``to_dict``/``from_dict`` so that both backends share
-one JSON-compatible shape; the snapshot is opaque bytes (compressed by the engine).
+one JSON-compatible shape; the snapshot is opaque bytes (UTF-8 JSON from the engine,
+compressed and, when large, moved out of the record by the store).
 """
 
 from __future__ import annotations
@@ -86,9 +87,9 @@ class Decision:
 class Ask:
     """One interrupt of one run, shown to people as one card.
 
-    ``key`` is short and unique within the run ("a1", "a2", ...): Strands interrupt ids
-    are deterministic but repeat across runs and across revisits of a node in a cycle,
-    so the id alone cannot name a card. ``verdicts`` are the buttons this ask accepts,
+    ``key`` is short, random and unique within the run: Strands interrupt ids are
+    deterministic but repeat across runs and across revisits of a node in a cycle, so
+    the id alone cannot name a card. ``verdicts`` are the buttons this ask accepts,
     fixed when it is raised (the engine can see the graph then; a click cannot).
     """
 

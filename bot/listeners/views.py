@@ -1,17 +1,22 @@
-"""Modal submissions (Reply, Reject with a reason): validated in the ack, decided after it."""
+"""Modal submissions (Reply, Reject with a reason): validated in the ack, decided after it.
+
+Bolt runs the lazy half even when the ack refused the submission, so both halves check
+it with the same function and the lazy half does nothing for a refused one.
+"""
 
 from __future__ import annotations
 
 import logging
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.outcomes import loser_text
-from bot.render.modals import REPLY_BLOCK_ID, modal_text, parse_modal_metadata
+from bot.render.modals import TEXT_BLOCK_ID, ModalTarget, modal_text, parse_modal_metadata
 from bot.services import Services
 from persistence.records import Decision, Verdict
 
@@ -20,36 +25,43 @@ logger = logging.getLogger(__name__)
 CALLBACK = re.compile(r"^ask:(reply|reject)$")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Submission:
+    target: ModalTarget
+    verdict: Verdict
+    text: str | None
+
+
+def read_submission(view: dict[str, Any]) -> Submission | str:
+    """The submission, or the problem to show next to the text input."""
+    try:
+        target = parse_modal_metadata(str(view.get("private_metadata", "")))
+    except ValueError:
+        return "This form is out of date; close it and click the card again."
+    verdict = Verdict(str(view["callback_id"]).split(":", 1)[1])
+    text = modal_text(view.get("state", {}).get("values", {}))
+    if verdict is Verdict.REPLY and not text:
+        return "Write a reply first."
+    return Submission(target=target, verdict=verdict, text=text)
+
+
 def register(app: AsyncApp, *, services: Services) -> None:
     async def acknowledge(ack: AsyncAck, view: dict[str, Any]) -> None:
-        try:
-            parse_modal_metadata(str(view.get("private_metadata", "")))
-        except ValueError:
-            await ack(response_action="errors", errors={REPLY_BLOCK_ID: "This form is out of date; close it."})
-            return
-        verdict = Verdict(str(view["callback_id"]).split(":", 1)[1])
-        if verdict is Verdict.REPLY and not modal_text(view.get("state", {}).get("values", {})):
-            await ack(response_action="errors", errors={REPLY_BLOCK_ID: "Write a reply first."})
-            return
-        await ack()
+        submission = read_submission(view)
+        if isinstance(submission, str):
+            await ack(response_action="errors", errors={TEXT_BLOCK_ID: submission})
+        else:
+            await ack()
 
     async def decide(body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient) -> None:
-        try:
-            target = parse_modal_metadata(str(view.get("private_metadata", "")))
-        except ValueError:
+        submission = read_submission(view)
+        if isinstance(submission, str):
             return  # refused in the ack
-        verdict = Verdict(str(view["callback_id"]).split(":", 1)[1])
-        user = body["user"]["id"]
-        decision = Decision(
-            verdict=verdict,
-            user=user,
-            at=time.time(),
-            text=modal_text(view.get("state", {}).get("values", {})),
-        )
+        target, user = submission.target, body["user"]["id"]
+        decision = Decision(verdict=submission.verdict, user=user, at=time.time(), text=submission.text)
         result = await services.engine.decide(run_id=target.run_id, ask_key=target.ask_key, decision=decision)
         if not result.accepted:
-            if target.channel:
-                await client.chat_postEphemeral(channel=target.channel, user=user, text=loser_text(result))
+            await client.chat_postEphemeral(channel=target.channel, user=user, text=loser_text(result))
             return
         await services.engine.resume(target.run_id, known=result.run)
 

@@ -226,7 +226,12 @@ def _field_blocks(reason: dict[Any, Any]) -> list[Block]:
 
 
 def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
-    header = HeaderBlock(text=PlainTextObject(text=cut_plain(readable_name(ask.name), HEADER_TEXT_LIMIT)))
+    # Every variant of a card keeps ``card:<key>`` on its header, so the message stays
+    # recognisable as that ask's card after its buttons are gone.
+    header = HeaderBlock(
+        block_id=f"card:{ask.key}",
+        text=PlainTextObject(text=cut_plain(readable_name(ask.name), HEADER_TEXT_LIMIT)),
+    )
     parts = [f"*{escape(kind_label)}*"] if kind_label else []
     parts.append(f"graph *{short(run.graph)}*")
     if ask.node_id:

@@ -6,6 +6,7 @@ built graphs, sharing nothing with the others but the store.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -195,3 +196,62 @@ async def test_hitl_approve_and_deny(make_engine) -> None:
     final = await make_engine().resume(approved.run_id, known=result.run)
     assert final is not None and final.status is RunStatus.COMPLETED
     assert test_graphs.markers() == ["dropped users"]
+
+
+async def test_a_pass_that_died_after_posting_its_card_is_redone_with_a_new_card(
+    make_engine, store: SqliteRunStore, publisher: RecordingPublisher
+) -> None:
+    class Died(BaseException):
+        """Stands for the process vanishing: nothing after this point runs."""
+
+    original = publisher.asks_raised
+
+    async def post_then_die(**kwargs):  # type: ignore[no-untyped-def]
+        await original(**kwargs)
+        raise Died
+
+    publisher.asks_raised = post_then_die  # type: ignore[method-assign]
+    with pytest.raises(Died):
+        await make_engine(lease_seconds=60).start(graph="guarded-write", task="w", user="U0", channel="C1")
+    publisher.asks_raised = original  # type: ignore[method-assign]
+    (orphan,) = publisher.of("card")
+    run_id, orphan_key = orphan[1], orphan[2]
+
+    impatient = make_engine()
+    impatient.unsaved_ask_wait = 0.5
+    early = await impatient.decide(run_id=run_id, ask_key=orphan_key, decision=approve())
+    assert not early.accepted and early.ask is None and early.run is not None and early.run.status.leased
+
+    later = make_engine()
+    later._clock = lambda: time.time() + 61  # the dead holder's lease has run out
+    (recovered,) = await later.sweep()
+    assert recovered.status is RunStatus.WAITING
+    (ask,) = recovered.pending_asks()
+    assert ask.key != orphan_key and len(publisher.of("card")) == 2, "the takeover posts a card of its own"
+    stale = await make_engine().decide(run_id=run_id, ask_key=orphan_key, decision=approve())
+    assert not stale.accepted, "the orphaned card can never answer the new ask"
+
+    result = await make_engine().decide(run_id=run_id, ask_key=ask.key, decision=approve())
+    final = await make_engine().resume(run_id, known=result.run)
+    assert final is not None and final.status is RunStatus.COMPLETED
+    assert test_graphs.markers() == ["writer:w"]
+
+
+async def test_a_click_that_beats_the_save_waits_for_it(make_engine, store: SqliteRunStore, publisher) -> None:
+    engine = make_engine()
+    clicked: list[object] = []
+    original = publisher.asks_raised
+
+    async def post_and_click_at_once(**kwargs):  # type: ignore[no-untyped-def]
+        placed = await original(**kwargs)
+        run_id, key = kwargs["run"].run_id, kwargs["asks"][0].key
+        clicked.append(asyncio.create_task(make_engine().decide(run_id=run_id, ask_key=key, decision=approve())))
+        await asyncio.sleep(0.3)  # the save is slow today
+        return placed
+
+    publisher.asks_raised = post_and_click_at_once  # type: ignore[method-assign]
+    run = await engine.start(graph="guarded-write", task="quick", user="U0", channel="C1")
+    result = await clicked[0]  # type: ignore[misc]
+    assert result.accepted
+    final = await engine.resume(run.run_id, known=result.run)
+    assert final is not None and final.status is RunStatus.COMPLETED

@@ -80,7 +80,14 @@ def test_button_value_holds_only_the_ids() -> None:
 
 def test_header_and_context() -> None:
     card = ask_card(run=make_run(), ask=make_ask(), kind_label="Node gate")
-    assert card.blocks[0] == {"type": "header", "text": {"type": "plain_text", "text": "Approve deploy"}}
+    assert card.blocks[0] == {
+        "type": "header",
+        "block_id": "card:a1",
+        "text": {"type": "plain_text", "text": "Approve deploy"},
+    }
+    decided = make_ask(decision=Decision(verdict=Verdict.APPROVE, user="U1", at=1.0), status=AskStatus.DECIDED)
+    for variant in (decided_card(run=make_run(), ask=decided), obsolete_card(run=make_run(), ask=make_ask())):
+        assert variant.blocks[0]["block_id"] == "card:a1", "every variant stays recognisable as the ask's card"
     text = all_text(card)
     for expected in ("deploy", "deployer", "<@U012ABC>", "run_01HZX", "Node gate"):
         assert expected in text

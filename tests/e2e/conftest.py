@@ -1,0 +1,244 @@
+"""End-to-end harness: the real ``approval-bot serve`` process, real HTTP everywhere.
+
+The bot runs as a subprocess (so it can be killed and restarted), talks to the local
+fake Slack in the test process through ``SLACK_API_URL``, and stores runs in SQLite or
+in DynamoDB on moto's server. Requests from "Slack" are signed like Slack signs them.
+Every test also checks that the bot never made a Web API call real Slack would refuse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
+from persistence.base import RunStore
+from persistence.records import Run
+
+REPO = Path(__file__).resolve().parents[2]
+CHANNEL = "C0E2E"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class BotProcess:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def kill(self) -> None:
+        """Die like a crashed host: no clean-up, no goodbye."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+@dataclass
+class Backend:
+    name: str
+    env: dict[str, str]
+    open_store: Callable[[], RunStore]
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "sqlite":
+        path = str(tmp_path / "runs.sqlite3")
+        from persistence.sqlite import SqliteRunStore
+
+        return Backend(name="sqlite", env={"SQLITE_PATH": path}, open_store=lambda: SqliteRunStore(path))
+    aws_env: dict[str, str] = request.getfixturevalue("aws_env")
+    table: str = request.getfixturevalue("dynamodb_table")
+
+    def open_dynamo() -> RunStore:
+        from persistence.dynamodb import DynamoRunStore
+
+        return DynamoRunStore(table)
+
+    return Backend(name="dynamodb", env={**aws_env, "DYNAMODB_TABLE": table}, open_store=open_dynamo)
+
+
+@pytest.fixture
+def sqlite_backend(tmp_path: Path) -> Backend:
+    path = str(tmp_path / "runs.sqlite3")
+    from persistence.sqlite import SqliteRunStore
+
+    return Backend(name="sqlite", env={"SQLITE_PATH": path}, open_store=lambda: SqliteRunStore(path))
+
+
+@pytest.fixture
+def markers_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "markers.txt"
+    monkeypatch.setenv("APPROVAL_BOT_TEST_MARKERS", str(path))
+    return path
+
+
+StartBot = Callable[..., Awaitable[BotProcess]]
+
+
+def _bot_env(*, slack: LocalSlack, backend: Backend, markers: Path, extra: dict[str, str]) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SLACK_", "DYNAMODB_", "SNAPSHOT_"))}
+    return {
+        **keep,
+        "PYTHONPATH": str(REPO),
+        "SLACK_BOT_TOKEN": slack.bot_token,
+        "SLACK_SIGNING_SECRET": LOCAL_SIGNING_SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "GRAPH_MODULES": "tests.support.graphs",
+        "GRAPH_MODEL": "offline",
+        "APPROVAL_BOT_TEST_MARKERS": str(markers),
+        "LOG_LEVEL": "INFO",
+        **backend.env,
+        **extra,
+    }
+
+
+@pytest.fixture
+async def start_bot(
+    local_slack: LocalSlack, markers_file: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[StartBot]:
+    started: list[BotProcess] = []
+
+    async def start(*, backend: Backend, extra_env: dict[str, str] | None = None) -> BotProcess:
+        port = _free_port()
+        log = tmp_path / f"bot-{len(started)}.log"
+        env = _bot_env(slack=local_slack, backend=backend, markers=markers_file, extra=extra_env or {})
+        command = [sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+        with log.open("wb") as sink:
+            process = subprocess.Popen(command, env=env, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT)
+        bot = BotProcess(url=f"http://127.0.0.1:{port}", process=process, log=log)
+        started.append(bot)
+        await _wait_healthy(bot)
+        return bot
+
+    yield start
+    for bot in started:
+        bot.stop()
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        for bot in started:
+            print(f"--- {bot.log.name} ---\n{bot.output()[-4000:]}")
+
+
+async def _wait_healthy(bot: BotProcess, timeout: float = 60.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with aiohttp.ClientSession() as session:
+        while asyncio.get_running_loop().time() < deadline:
+            if bot.process.poll() is not None:
+                raise RuntimeError(f"the bot exited with {bot.process.returncode}:\n{bot.output()[-3000:]}")
+            try:
+                async with session.get(bot.url + "/healthz") as response:
+                    if response.status == 200 and (await response.json())["graphs_loaded"]:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise TimeoutError(f"the bot did not become healthy:\n{bot.output()[-3000:]}")
+
+
+@pytest.fixture
+def user_for(slack_user: Callable[..., LocalSlackUser]) -> Callable[[BotProcess], LocalSlackUser]:
+    def make(bot: BotProcess) -> LocalSlackUser:
+        return slack_user(bot_url=bot.url + "/slack/events", signing_secret=LOCAL_SIGNING_SECRET)
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def slack_never_refused(local_slack: LocalSlack) -> Iterator[None]:
+    """No call the bot made may be one that real Slack would refuse."""
+    yield
+    assert local_slack.rejected == [], f"Slack would have refused: {local_slack.rejected}"
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+# -- helpers shared by the e2e tests ------------------------------------------------------------
+
+
+async def eventually(predicate: Callable[[], Any], *, timeout: float = 30.0, what: str) -> Any:
+    """Poll state outside Slack (the store, side-effect files): no Slack call signals it."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"{what} did not happen within {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+def cards(slack: LocalSlack, channel: str = CHANNEL) -> list[dict[str, Any]]:
+    """Messages that are approval cards, answered or not: their header's block id is ``card:<key>``."""
+    return [
+        m
+        for m in slack.messages(channel)
+        if any(str(b.get("block_id", "")).startswith("card:") for b in m.get("blocks") or [])
+    ]
+
+
+def live_buttons(message: dict[str, Any]) -> list[str]:
+    return [
+        str(e["text"]["text"])
+        for b in message.get("blocks") or []
+        if b.get("type") == "actions"
+        for e in b.get("elements") or []
+    ]
+
+
+def finished_message(slack: LocalSlack, channel: str = CHANNEL) -> dict[str, Any] | None:
+    for message in slack.messages(channel):
+        if str(message.get("text", "")).startswith((":white_check_mark:", ":x:")):
+            return message
+    return None
+
+
+def all_text(message: dict[str, Any]) -> str:
+    parts = [str(message.get("text", ""))]
+    for block in message.get("blocks") or []:
+        text = block.get("text")
+        if isinstance(text, dict):
+            parts.append(str(text.get("text", "")))
+    return "\n".join(parts)
+
+
+def run_of(store: RunStore, slack: LocalSlack, channel: str = CHANNEL) -> Run:
+    """The run announced first in the channel, as stored."""
+    root = next(m for m in slack.messages(channel) if "started" in str(m.get("text", "")))
+    import re
+
+    match = re.search(r"run `([a-z0-9]+)`", all_text(root) + str(root.get("blocks")))
+    assert match, f"no run id in {root}"
+    run = store.load(match.group(1))
+    assert run is not None
+    return run
