@@ -18,6 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.app import build_app
+from bot.payloads import shape_problem
 from bot.services import Services, build_services
 from bot.settings import Settings
 from bot.sweeper import sweep_forever
@@ -33,12 +34,20 @@ def build_web_app(*, services: Services, app: AsyncApp, sweep_seconds: float = 6
     web_app[SERVICES_KEY] = services
 
     async def events(request: web.Request) -> web.Response:
-        body = await request.text()
         try:
+            body = (await request.read()).decode("utf-8")
             bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=dict(request.headers))
-        except Exception:  # an unparsable body is the sender's fault, never a 5xx
+        except (UnicodeDecodeError, ValueError):  # an unparsable body is the sender's fault, never a 5xx
             return web.json_response({"error": "malformed request"}, status=400)
-        response = await app.async_dispatch(bolt_request)
+        problem = shape_problem(bolt_request.body)
+        if problem is not None:
+            logger.warning("refused a malformed %s payload: %s", bolt_request.body.get("type"), problem)
+            return web.json_response({"error": f"malformed payload: {problem}"}, status=400)
+        try:
+            response = await app.async_dispatch(bolt_request)
+        except Exception:  # a bug of ours; Slack shows the person an error either way
+            logger.exception("could not handle a %s request", bolt_request.body.get("type") or "command")
+            return web.json_response({"error": "could not handle this request"}, status=400)
         return await to_aiohttp_response(response)
 
     async def health(_: web.Request) -> web.Response:

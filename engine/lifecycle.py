@@ -179,13 +179,9 @@ class RunEngine:
             except VersionConflict:
                 run = await self._io(self._store.load, run.run_id)
                 continue
-            claimed = run.evolve(
-                version=version, status=status, lease_owner=self.owner, lease_until=lease_until
-            )
+            claimed = run.evolve(version=version, status=status, lease_owner=self.owner, lease_until=lease_until)
             run = await self._advance(claimed)
-        logger.warning(
-            "run %s: still has work after %d rounds; leaving it to the sweeper", run_id, MAX_ROUNDS
-        )
+        logger.warning("run %s: still has work after %d rounds; leaving it to the sweeper", run_id, MAX_ROUNDS)
         return run
 
     async def sweep(self, *, limit: int = 25) -> list[Run]:
@@ -222,9 +218,7 @@ class RunEngine:
             graph = self._graphs.build(run.graph)
         except Exception as error:  # the definition itself is broken or gone
             logger.warning("run %s: cannot build graph %s", run.run_id, run.graph, exc_info=True)
-            return Step(
-                status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}"
-            )
+            return Step(status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}")
         return await run_pass(graph=graph, task=run.task, snapshot=run.snapshot, responses=responses)
 
     async def _finish_pass(self, claimed: Run, step: Step, *, sent: list[str]) -> Run:
@@ -240,9 +234,7 @@ class RunEngine:
             except VersionConflict:
                 fresh = await self._io(self._store.load, claimed.run_id)
                 if fresh is None or fresh.lease_owner != self.owner:
-                    logger.warning(
-                        "run %s: lost the lease during a pass; dropping its result", claimed.run_id
-                    )
+                    logger.warning("run %s: lost the lease during a pass; dropping its result", claimed.run_id)
                     return fresh if fresh is not None else claimed
                 target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
                 expected = fresh.version

@@ -63,11 +63,7 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
         live = probe.live_ask_for(raised.interrupt_id, raised.node_id)
         if live is None:
             live = next(
-                (
-                    a
-                    for a in new_asks
-                    if a.interrupt_id == raised.interrupt_id and a.node_id == raised.node_id
-                ),
+                (a for a in new_asks if a.interrupt_id == raised.interrupt_id and a.node_id == raised.node_id),
                 None,
             )
         if live is not None:
@@ -132,7 +128,5 @@ def obsoleted(before: Run, after: Run) -> list[Ask]:
     return [
         ask
         for key, ask in after.asks.items()
-        if ask.status is AskStatus.OBSOLETE
-        and key in before.asks
-        and before.asks[key].status is not AskStatus.OBSOLETE
+        if ask.status is AskStatus.OBSOLETE and key in before.asks and before.asks[key].status is not AskStatus.OBSOLETE
     ]

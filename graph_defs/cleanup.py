@@ -67,9 +67,7 @@ def list_resources(kind: str = "any", older_than_days: int = 30) -> str:
         older_than_days: Only list resources at least this old.
     """
     found = [
-        item
-        for item in _INVENTORY
-        if (kind == "any" or item["kind"] == kind) and item["age_days"] >= older_than_days
+        item for item in _INVENTORY if (kind == "any" or item["kind"] == kind) and item["age_days"] >= older_than_days
     ]
     return json.dumps({"resources": found})
 

@@ -74,9 +74,7 @@ def _perform_deployment(*, service: str, version: str, environment: str, instruc
 
 
 @tool(context=True)
-def deploy_service(
-    service: str, version: str, tool_context: ToolContext, environment: str = "production"
-) -> str:
+def deploy_service(service: str, version: str, tool_context: ToolContext, environment: str = "production") -> str:
     """Deploy a version of a service after a human approved it in Slack.
 
     Args:
@@ -94,9 +92,7 @@ def deploy_service(
     if answer.decision == "reject":
         return f"Deployment rejected by {answer.who}: {answer.reason}"
     instructions = answer.text.strip() if answer.decision == "reply" and answer.text else None
-    done = _perform_deployment(
-        service=service, version=version, environment=environment, instructions=instructions
-    )
+    done = _perform_deployment(service=service, version=version, environment=environment, instructions=instructions)
     if instructions:
         return f"{done} Approved by {answer.who} with operator instructions: {instructions}"
     return f"{done} Approved by {answer.who}."

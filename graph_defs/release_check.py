@@ -80,9 +80,7 @@ def request_qa_signoff(release: str, tests: str, tool_context: ToolContext) -> s
         release: The release under review, e.g. "payments 2.4.0".
         tests: A one-paragraph summary of the test results.
     """
-    response = tool_context.interrupt(
-        QA_INTERRUPT, reason={"release": release, "check": "qa", "tests": tests}
-    )
+    response = tool_context.interrupt(QA_INTERRUPT, reason={"release": release, "check": "qa", "tests": tests})
     return _signoff_result("QA", read_answer(response))
 
 

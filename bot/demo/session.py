@@ -82,9 +82,11 @@ class DemoSession:
             self.updated += 1
             self.out(render_message(message, label=f"card {number} updated", user_name=self._name))
         elif event in ("chat.postEphemeral", "response_url", "command_ack"):
-            text = (details.get("params") or details.get("body") or {}).get("text") if event != "command_ack" else (
-                details.get("body") or {}
-            ).get("text")
+            text = (
+                (details.get("params") or details.get("body") or {}).get("text")
+                if event != "command_ack"
+                else (details.get("body") or {}).get("text")
+            )
             if text:
                 self.out(f"  (only you see this) {plain(str(text), user_name=self._name)}")
 
@@ -139,7 +141,9 @@ class DemoSession:
         if verb not in ("reply", "reject"):
             return
         view = await self.slack.wait_for(
-            lambda: self.slack.open_views(self.acting)[-1] if len(self.slack.open_views(self.acting)) > before else None,
+            lambda: (
+                self.slack.open_views(self.acting)[-1] if len(self.slack.open_views(self.acting)) > before else None
+            ),
             timeout=10,
             what="the modal to open",
         )
@@ -153,12 +157,14 @@ async def run_demo(*, scripted: bool) -> int:
     secret = secrets.token_hex(16)
     slack = LocalSlack(users=USERS, channels={CHANNEL: "demo"})
     await slack.start()
-    settings = Settings(
-        SLACK_BOT_TOKEN=slack.bot_token,
-        SLACK_SIGNING_SECRET=secret,
-        SLACK_API_URL=slack.api_url,
-        SQLITE_PATH=os.path.join(state, "runs.sqlite3"),
-        GRAPH_MODULES=os.environ.get("GRAPH_MODULES", ""),
+    settings = Settings.model_validate(
+        {
+            "SLACK_BOT_TOKEN": slack.bot_token,
+            "SLACK_SIGNING_SECRET": secret,
+            "SLACK_API_URL": slack.api_url,
+            "SQLITE_PATH": os.path.join(state, "runs.sqlite3"),
+            "GRAPH_MODULES": os.environ.get("GRAPH_MODULES", ""),
+        }
     )
     services = build_services(settings)
     runner = web.AppRunner(build_web_app(services=services, app=build_app(services)), access_log=None)
@@ -190,26 +196,27 @@ async def _interactive(session: DemoSession) -> int:
 
 async def _scripted(session: DemoSession) -> int:
     """A walk-through for non-interactive use: every step waits for the bot's answer."""
-    slack = session.slack
     for line in SCRIPT:
         print(f"\n@{USERS[session.acting]} in #demo> {line}", flush=True)
-        cards, finished, updated = len(session.cards), session.finished, session.updated
-        await session.handle(line)
         try:
-            if line.startswith("/graph run"):
-                await slack.wait_for(
-                    lambda: True if len(session.cards) > cards or session.finished > finished else None,
-                    timeout=60,
-                    what="a card or a result",
-                )
-            elif line.split()[0] in ("approve", "reject", "reply"):
-                await slack.wait_for(lambda: True if session.updated > updated else None, timeout=60, what="a decision")
-            await _quiet(session, seconds=0.8)
+            await _step(session, line)
         except TimeoutError as error:
             print(f"demo: {error}", file=sys.stderr)
             return 1
     print(f"\nDemo finished: {session.finished} runs completed, {len(session.cards)} cards answered.")
     return 0 if session.finished == 3 else 1
+
+
+async def _step(session: DemoSession, line: str) -> None:
+    cards, finished, updated = len(session.cards), session.finished, session.updated
+    await session.handle(line)
+    if line.startswith("/graph run"):
+        await session.slack.wait_for(
+            lambda: len(session.cards) > cards or session.finished > finished, timeout=60, what="a card or a result"
+        )
+    elif line.split()[0] in ("approve", "reject", "reply"):
+        await session.slack.wait_for(lambda: session.updated > updated, timeout=60, what="a decision")
+    await _quiet(session, seconds=0.8)
 
 
 async def _quiet(session: DemoSession, *, seconds: float) -> None:

@@ -20,7 +20,7 @@ _PAST = {
 def loser_text(result: DecideResult) -> str:
     ask = result.ask
     if ask is None and result.run is not None and result.run.status.leased:
-        return "This run is still being saved or is recovering from a restart; nothing was decided. Try again in a minute."
+        return "This run is still being saved or is recovering from a restart; nothing was decided. Try again soon."
     if ask is None:
         return "I don't know this card any more (its run is gone or the card is out of date); nothing was decided."
     if ask.decision is not None:

@@ -50,17 +50,13 @@ def run_started(*, run: Run) -> Rendered:
     return build(text=f"{head} {cut(run.task, 500)}", blocks=blocks)
 
 
-def run_completed(
-    *, run: Run, max_blocks: int = MAX_OUTPUT_BLOCKS, max_chars: int = MESSAGE_TEXT_BUDGET
-) -> Rendered:
+def run_completed(*, run: Run, max_blocks: int = MAX_OUTPUT_BLOCKS, max_chars: int = MESSAGE_TEXT_BUDGET) -> Rendered:
     """The final output, as much of it as one message can hold, and a note if cut."""
     head = f":white_check_mark: *{short(run.graph)}* finished"
     output = run.output or ""
     blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=head)), _run_context(run)]
     used = len(head) + 200  # the context line and the truncation note
-    sections, shown = split_output(
-        output, max_sections=max_blocks - len(blocks) - 1, max_chars=max_chars - used
-    )
+    sections, shown = split_output(output, max_sections=max_blocks - len(blocks) - 1, max_chars=max_chars - used)
     if not output:
         sections = ["_(no output)_"]
     blocks[1:1] = [SectionBlock(text=MarkdownTextObject(text=s)) for s in sections]

@@ -141,9 +141,7 @@ def modal_text(view_state_values: dict[str, Any]) -> str | None:
     return value or None
 
 
-def _validate_target(
-    run_id: object, ask_key: object, channel: object, ts: object
-) -> tuple[str, str, str, str]:
+def _validate_target(run_id: object, ask_key: object, channel: object, ts: object) -> tuple[str, str, str, str]:
     run = validate_id(run_id, what="run id")
     key = validate_id(ask_key, what="ask key")
     if not isinstance(channel, str) or not _CHANNEL.match(channel):

@@ -55,9 +55,7 @@ def build(*, text: str, blocks: Sequence[Block]) -> Rendered:
     """Serialize blocks (slack_sdk validates them here) and cut the fallback text."""
     if len(blocks) > MAX_BLOCKS:
         raise ValueError(f"a message holds at most {MAX_BLOCKS} blocks, got {len(blocks)}")
-    return Rendered(
-        text=fit(text, FALLBACK_TEXT_LIMIT, total=len(text)), blocks=[b.to_dict() for b in blocks]
-    )
+    return Rendered(text=fit(text, FALLBACK_TEXT_LIMIT, total=len(text)), blocks=[b.to_dict() for b in blocks])
 
 
 def escape(text: str) -> str:

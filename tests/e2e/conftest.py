@@ -66,13 +66,14 @@ class Backend:
     open_store: Callable[[], RunStore]
 
 
-@pytest.fixture(params=["sqlite", "dynamodb"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    if request.param == "sqlite":
-        path = str(tmp_path / "runs.sqlite3")
-        from persistence.sqlite import SqliteRunStore
+def _sqlite(tmp_path: Path) -> Backend:
+    from persistence.sqlite import SqliteRunStore
 
-        return Backend(name="sqlite", env={"SQLITE_PATH": path}, open_store=lambda: SqliteRunStore(path))
+    path = str(tmp_path / "runs.sqlite3")
+    return Backend(name="sqlite", env={"SQLITE_PATH": path}, open_store=lambda: SqliteRunStore(path))
+
+
+def _dynamodb(request: pytest.FixtureRequest) -> Backend:
     aws_env: dict[str, str] = request.getfixturevalue("aws_env")
     table: str = request.getfixturevalue("dynamodb_table")
 
@@ -84,12 +85,19 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return Backend(name="dynamodb", env={**aws_env, "DYNAMODB_TABLE": table}, open_store=open_dynamo)
 
 
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return _sqlite(tmp_path) if request.param == "sqlite" else _dynamodb(request)
+
+
 @pytest.fixture
 def sqlite_backend(tmp_path: Path) -> Backend:
-    path = str(tmp_path / "runs.sqlite3")
-    from persistence.sqlite import SqliteRunStore
+    return _sqlite(tmp_path)
 
-    return Backend(name="sqlite", env={"SQLITE_PATH": path}, open_store=lambda: SqliteRunStore(path))
+
+@pytest.fixture
+def dynamodb_backend(request: pytest.FixtureRequest) -> Backend:
+    return _dynamodb(request)
 
 
 @pytest.fixture
@@ -224,11 +232,12 @@ def finished_message(slack: LocalSlack, channel: str = CHANNEL) -> dict[str, Any
 
 
 def all_text(message: dict[str, Any]) -> str:
+    """The fallback text and every text in the blocks (sections, fields, context)."""
     parts = [str(message.get("text", ""))]
     for block in message.get("blocks") or []:
-        text = block.get("text")
-        if isinstance(text, dict):
-            parts.append(str(text.get("text", "")))
+        for item in [block.get("text"), *(block.get("fields") or []), *(block.get("elements") or [])]:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                parts.append(item["text"])
     return "\n".join(parts)
 
 

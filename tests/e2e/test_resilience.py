@@ -83,8 +83,9 @@ async def test_two_parallel_asks_partial_answers(
     bot = await start_bot(backend=backend)
     user = user_for(bot)
     await user.slash_command(text="run two-asks t", user_id="U0ALICE", channel_id=CHANNEL)
-    both = await local_slack.wait_for(lambda: cards(local_slack) if len(cards(local_slack)) == 2 else None,
-                                      timeout=30, what="two cards")
+    both = await local_slack.wait_for(
+        lambda: cards(local_slack) if len(cards(local_slack)) == 2 else None, timeout=30, what="two cards"
+    )
     left = next(c for c in both if "left:t" in str(c["blocks"]))
     right = next(c for c in both if "right:t" in str(c["blocks"]))
 

@@ -88,11 +88,7 @@ async def test_reply_is_a_pure_function_of_the_conversation() -> None:
     assert await collect(first, USER) == await collect(second, USER)
     # Asking again (a retry, a resume in another process) gives the same answer again.
     assert await collect(first, later) == await collect(first, later)
-    texts = [
-        e["contentBlockDelta"]["delta"]["text"]
-        for e in await collect(first, later)
-        if "contentBlockDelta" in e
-    ]
+    texts = [e["contentBlockDelta"]["delta"]["text"] for e in await collect(first, later) if "contentBlockDelta" in e]
     assert texts == ["got 42"]
     # Step 1 of the script uses turn index 1 in its tool-use ids.
     ids_model = ScriptedModel([say("x"), call("lookup")])

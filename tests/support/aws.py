@@ -47,6 +47,13 @@ def _operation(environ: dict[str, Any]) -> str:
     return f"{service}.{environ.get('REQUEST_METHOD', '?')}"
 
 
+def _app_id(environ: dict[str, Any]) -> str:
+    for part in str(environ.get("HTTP_USER_AGENT", "")).split():
+        if part.startswith("app/"):
+            return part.removeprefix("app/")
+    return ""
+
+
 class CountingMotoServer(ThreadedMotoServer):  # type: ignore[misc]
     def __init__(self) -> None:
         super().__init__(ip_address="127.0.0.1", port=0, verbose=False)
@@ -65,8 +72,11 @@ class CountingMotoServer(ThreadedMotoServer):  # type: ignore[misc]
     def _counting(self, app: _WSGIApp) -> _WSGIApp:
         def middleware(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
             operation = _operation(environ)
+            app_id = _app_id(environ)
             with self._counts_lock:
                 self._counts[operation] += 1
+                if app_id:
+                    self._counts[f"{app_id}:{operation}"] += 1
             if not operation.startswith("dynamodb."):
                 return app(environ, start_response)
             with self._dynamodb_lock:
@@ -79,9 +89,14 @@ class CountingMotoServer(ThreadedMotoServer):  # type: ignore[misc]
         host, port = self.get_host_and_port()
         return f"http://{host}:{port}"
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, *, app_id: str | None = None) -> dict[str, int]:
+        """Requests by operation; with ``app_id``, only those from clients tagged with it
+        (botocore's ``AWS_SDK_UA_APP_ID``), e.g. the bot process but not the test's own reads."""
         with self._counts_lock:
-            return dict(self._counts)
+            if app_id is None:
+                return {op: n for op, n in self._counts.items() if ":" not in op}
+            prefix = f"{app_id}:"
+            return {op.removeprefix(prefix): n for op, n in self._counts.items() if op.startswith(prefix)}
 
     def reset_counts(self) -> None:
         with self._counts_lock:

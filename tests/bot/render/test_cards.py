@@ -190,17 +190,12 @@ def test_empty_reason_says_no_details(reason: Any) -> None:
 
 
 def test_decided_card_shows_who_what_when_and_no_buttons() -> None:
-    decision = Decision(
-        verdict=Verdict.REJECT, user="U999", at=1_700_000_123.9, text="not on a Friday <!channel>"
-    )
+    decision = Decision(verdict=Verdict.REJECT, user="U999", at=1_700_000_123.9, text="not on a Friday <!channel>")
     card = decided_card(run=make_run(), ask=make_ask(decision=decision, status=AskStatus.DECIDED))
     assert_within_limits(card)
     assert buttons(card.blocks) == []
     text = all_text(card)
-    assert (
-        "❌ Rejected by <@U999> · <!date^1700000123^{date_short_pretty} at {time}|2023-11-14 22:15 UTC>"
-        in text
-    )
+    assert "❌ Rejected by <@U999> · <!date^1700000123^{date_short_pretty} at {time}|2023-11-14 22:15 UTC>" in text
     assert "> not on a Friday &lt;!channel&gt;" in text
     assert "Approve deploy" in text  # the same body as the card it replaces
 
@@ -222,9 +217,7 @@ def test_decided_card_outcomes(verdict: Verdict, label: str) -> None:
 
 
 def test_decided_card_shows_edited_input_and_cuts_long_replies() -> None:
-    decision = Decision(
-        verdict=Verdict.EDIT, user="U1", at=0.0, text="x" * 50_000, edited_input={"env": "<staging>"}
-    )
+    decision = Decision(verdict=Verdict.EDIT, user="U1", at=0.0, text="x" * 50_000, edited_input={"env": "<staging>"})
     card = decided_card(run=make_run(), ask=make_ask(decision=decision))
     assert_within_limits(card)
     text = all_text(card)
@@ -241,9 +234,7 @@ def test_obsolete_card_names_the_run_status() -> None:
 def test_every_card_stays_within_limits_with_hostile_input() -> None:
     run = make_run(graph="<!everyone>" * 500, started_by="<!channel>")
     ask = make_ask(reason={f"<k{i}>": "&" * 3000 for i in range(10)}, name="x" * 500, node_id="`" * 900)
-    decision = Decision(
-        verdict=Verdict.REPLY, user="U1", at=0.0, text="<&>" * 9000, edited_input={"a": "<" * 9000}
-    )
+    decision = Decision(verdict=Verdict.REPLY, user="U1", at=0.0, text="<&>" * 9000, edited_input={"a": "<" * 9000})
     for card in (
         ask_card(run=run, ask=ask, verdicts=list(Verdict), kind_label="<!here>" * 100),
         decided_card(run=run, ask=ask.__class__(**{**ask.__dict__, "decision": decision})),

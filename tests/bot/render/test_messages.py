@@ -108,9 +108,7 @@ def test_run_failed_shows_the_error_in_a_code_block() -> None:
 
 
 def test_every_run_message_survives_hostile_names_and_sizes() -> None:
-    run = make_run(
-        graph="<!everyone>" * 500, task="<&>" * 50_000, output="`<`" * 2_000_000, error="&" * 90_000
-    )
+    run = make_run(graph="<!everyone>" * 500, task="<&>" * 50_000, output="`<`" * 2_000_000, error="&" * 90_000)
     for render in (run_started, run_completed, run_failed, run_cancelled):
         assert_within_limits(render(run=run))
 
