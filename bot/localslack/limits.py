@@ -21,6 +21,7 @@ LIMITS: Final[Mapping[str, int]] = {
     "message.blocks": 50,
     "modal.blocks": 100,
     "message.text": 40_000,
+    "message.blocks_text_total": 12_000,
     "block_id": 255,
     "action_id": 255,
     "text": 3000,
@@ -271,7 +272,27 @@ def check_message(params: Mapping[str, Any], *, require_content: bool = True) ->
         return None
     checker = _Checker()
     checker.blocks(blocks, "/blocks", key="message.blocks")
-    return ("invalid_blocks", checker.errors) if checker.errors else None
+    if checker.errors:
+        return "invalid_blocks", checker.errors
+    total = _block_text_total(blocks)
+    if total > LIMITS["message.blocks_text_total"]:
+        return "msg_blocks_too_long", [f"the blocks hold {total} characters of text in all"]
+    return None
+
+
+def _block_text_total(value: Any) -> int:
+    """All ``text`` strings inside the blocks, added up.
+
+    Undocumented but real: Slack refuses a message whose blocks add up to more than about
+    12,000 characters of text with ``msg_blocks_too_long`` (bolt-js issues #2509, #2867),
+    even when every single block is within its own limit.
+    """
+    if isinstance(value, dict):
+        own = len(value["text"]) if isinstance(value.get("text"), str) else 0
+        return own + sum(_block_text_total(v) for k, v in value.items() if k != "text" or not isinstance(v, str))
+    if isinstance(value, list):
+        return sum(_block_text_total(v) for v in value)
+    return 0
 
 
 def check_view(view: Any) -> list[str]:

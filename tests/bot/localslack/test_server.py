@@ -377,3 +377,12 @@ async def test_unparseable_form_blocks(local_slack: LocalSlack, client: AsyncWeb
     data = {"channel": CHANNEL, "text": "t", "blocks": "[{not json"}
     assert (await api_error(client.api_call("chat.postMessage", data=data)))["error"] == "invalid_blocks_format"
     assert local_slack.calls[0][0] == "chat.postMessage" and local_slack.messages(CHANNEL) == []
+
+
+def test_blocks_whose_texts_add_up_past_12k_are_refused_like_slack_does() -> None:
+    from bot.localslack.limits import check_message
+
+    section = {"type": "section", "text": {"type": "mrkdwn", "text": "x" * 2999}}
+    assert check_message({"blocks": [section] * 4}) is None  # 11,996 characters: accepted
+    refused = check_message({"blocks": [section] * 5})  # 14,995: every block is fine, the sum is not
+    assert refused is not None and refused[0] == "msg_blocks_too_long"
