@@ -56,6 +56,8 @@ class SlackPublisher:
             message = messages.run_completed(run=run)
         elif run.status is RunStatus.FAILED:
             message = messages.run_failed(run=run)
+        elif run.status is RunStatus.REJECTED:
+            message = messages.run_rejected(run=run)
         else:
             message = messages.run_cancelled(run=run)
         thread = _thread_of(run)

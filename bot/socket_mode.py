@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_sdk.errors import SlackApiError
 
 from bot.app import build_app
 from bot.services import build_services
@@ -20,6 +21,16 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
     app = build_app(services)
     await asyncio.to_thread(services.graphs.load)
     handler = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
+    # Ask for the WebSocket URL once up front: on a refused token the SDK would log and retry forever
+    # (the process looking alive), so exit clearly instead. The handler then connects to this URL.
+    try:
+        handler.client.wss_uri = await handler.client.issue_new_wss_url()
+    except SlackApiError as error:
+        problem = error.response.get("error")
+        await handler.client.close()  # type: ignore[no-untyped-call]
+        raise SystemExit(
+            f"approval-bot socket: Slack refused SLACK_APP_TOKEN ({problem}); it must be the app's xapp- token"
+        ) from None
     sweeper = asyncio.create_task(sweep_forever(services, every=sweep_seconds))
     try:
         await handler.start_async()  # type: ignore[no-untyped-call]

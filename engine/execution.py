@@ -6,6 +6,7 @@ lazily: the Slack ack path imports ``engine`` but must never pay for ``strands``
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ class StepStatus(StrEnum):
     INTERRUPTED = "interrupted"
     COMPLETED = "completed"
     FAILED = "failed"
+    REJECTED = "rejected"  # a node gate said no: the graph stopped before that node
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,56 +71,85 @@ async def run_pass(
     responses: Sequence[tuple[str, Any]] = (),
     invocation_state: dict[str, Any] | None = None,
 ) -> Step:
-    """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``."""
+    """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``.
+
+    Never raises for anything graph code or a snapshot does: a pass that cannot run ends
+    as a failed step, so a broken run is reported once instead of retried forever.
+    """
     from strands.multiagent.base import Status
 
-    if snapshot is not None:
-        restore_state(graph, snapshot)
-        graph_input: Any = response_entries(responses)
-    else:
-        graph_input = task or ""
-
     raised: list[Raised] = []
+    cancelled: dict[str, str] = {}  # node id -> message, from BeforeNodeCallEvent.cancel_node
     result: Any = None
     try:
+        if snapshot is not None:
+            restore_state(graph, snapshot)
+            graph_input: Any = response_entries(responses)
+        else:
+            graph_input = task or ""
         async for event in graph.stream_async(graph_input, dict(invocation_state or {})):
-            if event.get("type") == "multiagent_node_interrupt":
-                node_id = event["node_id"]
-                raised.extend(
-                    Raised(
-                        interrupt_id=i.id,
-                        name=i.name,
-                        reason=i.reason,
-                        node_id=node_id,
-                        verdicts=verdicts_for(graph=graph, node_id=node_id, name=i.name),
-                    )
-                    for i in event["interrupts"]
-                )
+            kind = event.get("type")
+            if kind == "multiagent_node_interrupt":
+                raised.extend(_raised(graph, event["node_id"], event["interrupts"]))
+            elif kind == "multiagent_node_cancel":
+                cancelled[event["node_id"]] = str(event.get("message") or "")
             if "result" in event:
                 result = event["result"]
     except Exception as error:  # graph code failed: report it, never crash the bot
+        state = await _try_dump(graph)
+        if cancelled and isinstance(error, RuntimeError) and str(error) in cancelled.values():
+            # Strands raises on cancel_node; a gate saying no is an outcome, not a crash.
+            node_id, message = next(iter(cancelled.items()))
+            return Step(status=StepStatus.REJECTED, snapshot=state, error=f"node {node_id} not run: {message}")
         logger.warning("graph pass failed: %s", error, exc_info=True)
-        return Step(status=StepStatus.FAILED, snapshot=_try_dump(graph), error=_describe(error))
+        return Step(status=StepStatus.FAILED, snapshot=state, error=_describe(error))
 
     if result is None:
         return Step(status=StepStatus.FAILED, snapshot=None, error="the graph produced no result")
     if result.status == Status.INTERRUPTED:
-        return Step(status=StepStatus.INTERRUPTED, snapshot=dump_state(graph), raised=raised)
+        return Step(status=StepStatus.INTERRUPTED, snapshot=await _dump(graph), raised=raised)
     if result.status == Status.COMPLETED:
-        return Step(status=StepStatus.COMPLETED, snapshot=dump_state(graph), output=_final_output(result))
-    return Step(status=StepStatus.FAILED, snapshot=_try_dump(graph), error=_failure_of(result))
+        return Step(status=StepStatus.COMPLETED, snapshot=await _dump(graph), output=final_output(graph, result))
+    return Step(status=StepStatus.FAILED, snapshot=await _try_dump(graph), error=_failure_of(result))
 
 
-def _final_output(result: Any) -> str:
-    """The last node's text: what a person asked the graph for."""
-    order = list(result.execution_order or [])
-    if not order:
-        return ""
-    node_result: NodeResult | None = result.results.get(order[-1].node_id)
-    if node_result is None:
-        return ""
-    texts = [str(r).strip() for r in node_result.get_agent_results()]
-    return "\n\n".join(t for t in texts if t)
+def _raised(graph: Graph, node_id: str, interrupts: Sequence[Any]) -> list[Raised]:
+    return [
+        Raised(
+            interrupt_id=i.id,
+            name=i.name,
+            reason=i.reason,
+            node_id=node_id,
+            verdicts=verdicts_for(graph=graph, node_id=node_id, name=i.name),
+        )
+        for i in interrupts
+    ]
+
+
+async def _dump(graph: Graph) -> bytes:
+    # Megabytes of JSON would hold up every other request on the event loop; the pass is
+    # over, so nothing else touches the graph meanwhile.
+    return await asyncio.to_thread(dump_state, graph)
+
+
+def final_output(graph: Graph, result: Any) -> str:
+    """The text of the nodes the graph ended on (those with no way onward), in order.
+
+    Usually that is one node; parallel branches that both end the graph each count,
+    rather than whichever happened to finish last.
+    """
+    sources = {edge.from_node.node_id for edge in graph.edges}
+    order = [node.node_id for node in result.execution_order or []]
+    ends = [n for n in dict.fromkeys(order) if n not in sources] or order[-1:]
+    texts = []
+    for node_id in ends:
+        node_result: NodeResult | None = result.results.get(node_id)
+        if node_result is None:
+            continue
+        text = "\n\n".join(t for t in (str(r).strip() for r in node_result.get_agent_results()) if t)
+        if text:
+            texts.append(text if len(ends) == 1 else f"*{node_id}*\n{text}")
+    return "\n\n".join(texts)
 
 
 def _failure_of(result: Any) -> str:
@@ -132,9 +163,9 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _try_dump(graph: Graph) -> bytes | None:
+async def _try_dump(graph: Graph) -> bytes | None:
     try:
-        return dump_state(graph)
+        return await _dump(graph)
     except Exception:  # a failed run's state is only for post-mortems
         logger.warning("could not snapshot a failed graph", exc_info=True)
         return None

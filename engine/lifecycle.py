@@ -18,22 +18,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import logging
 import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, ParamSpec, TypeVar
 
 from engine.execution import Step, StepStatus, run_pass
+from engine.lease import heartbeat, new_token
+from engine.notify import Notifier
 from engine.ports import GraphSource, Publisher
 from engine.settle import merge_concurrent_decisions, obsoleted, settle
 from engine.sources import response_for
-from persistence.base import AskNotFound, AskNotPending, RunNotFound, RunStore, VersionConflict
-from persistence.records import Ask, Decision, MessageRef, Run, RunStatus
+from persistence.base import AskNotFound, AskNotPending, RunNotFound, RunStore, StoreError, VersionConflict
+from persistence.records import Ask, AskStatus, Decision, Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 MAX_ROUNDS = 25  # resumes in a row for one click before the sweeper takes over
+SAVE_RETRIES = (0.5, 1.0, 2.0)  # seconds between attempts to save a finished pass
 
 
 class UnknownGraph(Exception):
@@ -82,6 +84,7 @@ class RunEngine:
         self._store = store
         self._graphs = graphs
         self._publisher = publisher
+        self._notify = Notifier(publisher)
         self.owner = owner or default_owner()
         self._lease = lease_seconds
         self._clock = clock
@@ -110,7 +113,7 @@ class RunEngine:
             version=0,
             created_at=now,
             updated_at=now,
-            lease_owner=self.owner,
+            lease_owner=new_token(self.owner),
             lease_until=now + self._lease,
         )
         thread = await self._publisher.run_started(run=draft, channel=channel)
@@ -131,7 +134,7 @@ class RunEngine:
         except AskNotFound:
             return await self._decide_unsaved(run_id=run_id, ask_key=ask_key, decision=decision)
         ask = run.asks[ask_key]
-        await self._notify_ask(run, ask)
+        await self._notify.ask_changed(run, ask)
         return DecideResult(accepted=True, run=run, ask=ask)
 
     async def _decide_unsaved(self, *, run_id: str, ask_key: str, decision: Decision) -> DecideResult:
@@ -153,7 +156,7 @@ class RunEngine:
             await asyncio.sleep(0.2)
 
     async def resume(self, run_id: str, *, known: Run | None = None) -> Run | None:
-        """Claim the run if it has work (decisions to use, or a dead holder) and do it.
+        """Claim the run if it has work (decisions to use, a dead holder, cards to re-post) and do it.
 
         ``known`` is a copy the caller just read (e.g. returned by ``decide``), which
         saves a read; a stale copy only costs a failed claim and a re-read.
@@ -165,27 +168,30 @@ class RunEngine:
             status = self._claimable_as(run)
             if status is None:
                 return run
-            lease_until = self._clock() + self._lease
+            token, lease_until = new_token(self.owner), self._clock() + self._lease
             try:
                 version = await self._io(
                     self._store.claim,
                     run.run_id,
                     expected_version=run.version,
                     status=status,
-                    owner=self.owner,
+                    owner=token,
                     lease_until=lease_until,
                     now=self._clock(),
                 )
             except VersionConflict:
                 run = await self._io(self._store.load, run.run_id)
                 continue
-            claimed = run.evolve(version=version, status=status, lease_owner=self.owner, lease_until=lease_until)
-            run = await self._advance(claimed)
-        logger.warning("run %s: still has work after %d rounds; leaving it to the sweeper", run_id, MAX_ROUNDS)
+            claimed = run.evolve(version=version, status=status, lease_owner=token, lease_until=lease_until)
+            if run.status is RunStatus.WAITING and not run.decided_asks():
+                run = await self._repost_cards(claimed)
+            else:
+                run = await self._advance(claimed)
+        logger.warning("run %s: still has work after %d rounds; the sweeper will go on", run_id, MAX_ROUNDS)
         return run
 
     async def sweep(self, *, limit: int = 25) -> list[Run]:
-        """Take over runs whose holder died and runs with decisions nobody picked up."""
+        """Take over runs whose holder died, decisions nobody picked up, cards never posted."""
         finished: list[Run] = []
         for run_id in await self._io(self._store.stuck, now=self._clock(), limit=limit):
             try:
@@ -198,9 +204,10 @@ class RunEngine:
         return finished
 
     def _claimable_as(self, run: Run) -> RunStatus | None:
-        if run.status is RunStatus.WAITING and run.decided_asks():
-            return RunStatus.RESUMING
-        if run.status.leased and (run.lease_until or 0.0) < self._clock():
+        now = self._clock()
+        if run.status is RunStatus.WAITING and (run.decided_asks() or (run.sweep_at or now + 1) <= now):
+            return RunStatus.RESUMING  # answers to send, or cards to post again
+        if run.status.leased and (run.lease_until or 0.0) < now:
             # The holder died: start over from the last snapshot, or from the task.
             return RunStatus.RESUMING if run.snapshot is not None else RunStatus.RUNNING
         return None
@@ -209,7 +216,10 @@ class RunEngine:
         """Run one pass for a run this process holds, then save and publish the outcome."""
         decided = run.decided_asks()
         responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
-        async with self._heartbeat(run):
+        assert run.lease_owner is not None
+        async with heartbeat(
+            store=self._store, run_id=run.run_id, token=run.lease_owner, lease_seconds=self._lease, clock=self._clock
+        ):
             step = await self._pass(run, responses)
         return await self._finish_pass(run, step, sent=[a.key for a in decided])
 
@@ -221,66 +231,68 @@ class RunEngine:
             return Step(status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}")
         return await run_pass(graph=graph, task=run.task, snapshot=run.snapshot, responses=responses)
 
+    async def _repost_cards(self, claimed: Run) -> Run:
+        """Post the cards whose first posting failed; nothing else about the run changes."""
+        missing = [a for a in claimed.pending_asks() if a.card is None]
+        cards = await self._notify.asks_raised(claimed, missing) if missing else {}
+        asks = {**claimed.asks, **{k: replace(claimed.asks[k], card=ref) for k, ref in cards.items()}}
+        released = claimed.evolve(
+            status=RunStatus.WAITING, asks=asks, lease_owner=None, lease_until=None, updated_at=self._clock()
+        )
+        saved, _ = await self._save(claimed, released, fallback=released)
+        return saved
+
     async def _finish_pass(self, claimed: Run, step: Step, *, sent: list[str]) -> Run:
         outcome = settle(claimed, step, sent=sent, now=self._clock())
         if outcome.new_asks:
-            cards = await self._publish_asks(outcome.run, outcome.new_asks)
-            outcome = outcome.with_cards(cards)
-        target, expected = outcome.run, claimed.version
-        while True:
-            try:
-                saved = await self._io(self._store.save, target, expected_version=expected)
-                break
-            except VersionConflict:
-                fresh = await self._io(self._store.load, claimed.run_id)
-                if fresh is None or fresh.lease_owner != self.owner:
-                    logger.warning("run %s: lost the lease during a pass; dropping its result", claimed.run_id)
-                    return fresh if fresh is not None else claimed
-                target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
-                expected = fresh.version
+            outcome = outcome.with_cards(await self._notify.asks_raised(outcome.run, outcome.new_asks))
+        failed = claimed.evolve(
+            status=RunStatus.FAILED,
+            lease_owner=None,
+            lease_until=None,
+            error="the run's progress could not be saved; see the bot's logs",
+            updated_at=self._clock(),
+        )
+        saved, landed = await self._save(claimed, outcome.run, fallback=failed)
+        if not landed:
+            # Another process took the run over: what this pass posted is void.
+            for ask in outcome.new_asks:
+                if ask.card is not None:
+                    await self._notify.ask_changed(saved, replace(ask, status=AskStatus.OBSOLETE))
+            return saved
         for ask in obsoleted(claimed, saved):
-            await self._notify_ask(saved, ask)
+            await self._notify.ask_changed(saved, ask)
         if saved.status.terminal:
-            await self._notify_finished(saved)
+            await self._notify.run_finished(saved)
         return saved
 
-    async def _publish_asks(self, run: Run, asks: list[Ask]) -> dict[str, MessageRef]:
-        try:
-            return await self._publisher.asks_raised(run=run, asks=asks)
-        except Exception:  # state still gets saved; the asks stay answerable once re-posted
-            logger.exception("run %s: posting %d cards failed", run.run_id, len(asks))
-            return {}
+    async def _save(self, claimed: Run, target: Run, *, fallback: Run) -> tuple[Run, bool]:
+        """Save ``target`` at the claimed version, adopting decisions made meanwhile.
 
-    async def _notify_ask(self, run: Run, ask: Ask) -> None:
-        try:
-            await self._publisher.ask_changed(run=run, ask=ask)
-        except Exception:  # the decision is stored; a stale card only shows old buttons
-            logger.exception("run %s: updating the card of ask %s failed", run.run_id, ask.key)
-
-    async def _notify_finished(self, run: Run) -> None:
-        try:
-            await self._publisher.run_finished(run=run)
-        except Exception:
-            logger.exception("run %s: posting the outcome failed", run.run_id)
-
-    @contextlib.asynccontextmanager
-    async def _heartbeat(self, run: Run) -> AsyncIterator[None]:
-        """Keep the lease alive while a long pass runs, so nobody takes over a live run."""
-
-        async def beat() -> None:
-            while True:
-                await asyncio.sleep(self._lease / 3)
-                renewed = await self._io(
-                    self._store.renew, run.run_id, owner=self.owner, lease_until=self._clock() + self._lease
-                )
-                if not renewed:
-                    logger.warning("run %s: lease lost to another process", run.run_id)
-                    return
-
-        task = asyncio.create_task(beat())
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        Returns the run as stored and True, or the run as another process holds it and
+        False when this one lost its lease. A store that keeps failing gets ``fallback``
+        instead (a small record that ends the run), so the sweeper does not redo the pass
+        and its side effects forever.
+        """
+        expected, attempts = claimed.version, list(SAVE_RETRIES)
+        while True:
+            try:
+                return await self._io(self._store.save, target, expected_version=expected), True
+            except VersionConflict:
+                fresh = await self._io(self._store.load, claimed.run_id)
+                if fresh is None or fresh.lease_owner != claimed.lease_owner:
+                    logger.warning("run %s: lost the lease during a pass; dropped its result", claimed.run_id)
+                    return (fresh if fresh is not None else claimed), False
+                target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
+                fallback = merge_concurrent_decisions(claimed=claimed, mine=fallback, fresh=fresh)
+                expected = fresh.version
+            except StoreError:
+                if not attempts:
+                    if target is fallback:
+                        raise
+                    logger.exception("run %s: saving its progress keeps failing; marking it failed", claimed.run_id)
+                    target = fallback
+                    attempts = list(SAVE_RETRIES)
+                    continue
+                logger.warning("run %s: saving failed; retrying", claimed.run_id, exc_info=True)
+                await asyncio.sleep(attempts.pop(0))

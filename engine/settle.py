@@ -5,17 +5,27 @@ Kept apart from the lifecycle so the rules can be tested without a store or a gr
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Collection
 from dataclasses import dataclass, replace
+from typing import Any
 
 from engine.execution import Step, StepStatus
 from persistence.records import Ask, AskStatus, MessageRef, Run, RunStatus
+
+# The run record must stay far below DynamoDB's 400 KB item limit whatever the graph says.
+# Slack shows about 10,000 characters of a message anyway; the full state is in the snapshot.
+MAX_OUTPUT_CHARS = 100_000
+MAX_ERROR_CHARS = 10_000
+MAX_REASON_CHARS = 16_000
+KEEP_FINISHED_ASKS = 50
 
 _STATUS_AFTER = {
     StepStatus.INTERRUPTED: RunStatus.WAITING,
     StepStatus.COMPLETED: RunStatus.COMPLETED,
     StepStatus.FAILED: RunStatus.FAILED,
+    StepStatus.REJECTED: RunStatus.REJECTED,
 }
 
 
@@ -55,7 +65,6 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
     for key in sent:
         asks[key] = replace(asks[key], status=AskStatus.CONSUMED)
 
-    seq = claimed.ask_seq
     new_asks: list[Ask] = []
     still_open: set[str] = set()
     probe = claimed.evolve(asks=asks)
@@ -69,13 +78,12 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
         if live is not None:
             still_open.add(live.key)
             continue
-        seq += 1
         new_asks.append(
             Ask(
                 key=new_ask_key([*asks, *(a.key for a in new_asks)]),
                 interrupt_id=raised.interrupt_id,
                 name=raised.name,
-                reason=raised.reason,
+                reason=bounded_reason(raised.reason),
                 node_id=raised.node_id,
                 status=AskStatus.PENDING,
                 created_at=now,
@@ -88,19 +96,53 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
         if ask.status is AskStatus.PENDING and (status.terminal or key not in still_open):
             asks[key] = replace(ask, status=AskStatus.OBSOLETE)
     asks.update({a.key: a for a in new_asks})
+    asks = _forget_oldest_finished(asks)
 
     run = claimed.evolve(
         status=status,
         asks=asks,
-        ask_seq=seq,
         snapshot=step.snapshot if step.snapshot is not None else claimed.snapshot,
         lease_owner=None,
         lease_until=None,
-        output=step.output if status is RunStatus.COMPLETED else claimed.output,
-        error=step.error if status is RunStatus.FAILED else None,
+        output=_head(step.output, MAX_OUTPUT_CHARS) if status is RunStatus.COMPLETED else claimed.output,
+        error=_cap(step.error, MAX_ERROR_CHARS) if status in (RunStatus.FAILED, RunStatus.REJECTED) else None,
         updated_at=now,
     )
     return Outcome(run=run, new_asks=new_asks)
+
+
+def _cap(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… (cut: {len(text):,} characters in all)"
+
+
+def _head(text: str | None, limit: int) -> str | None:
+    """Like ``_cap``, but says so first: people read the top of a long output."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"_(the output is {len(text):,} characters; the first {limit:,} are kept)_\n" + text[:limit]
+
+
+def bounded_reason(reason: Any) -> Any:
+    """The reason as the card gets it: as given, or its JSON cut when it is huge."""
+    if isinstance(reason, str):
+        return _cap(reason, MAX_REASON_CHARS)
+    try:
+        size = len(json.dumps(reason, default=str))
+    except (TypeError, ValueError):
+        return _cap(str(reason), MAX_REASON_CHARS)
+    return reason if size <= MAX_REASON_CHARS else _cap(json.dumps(reason, default=str), MAX_REASON_CHARS)
+
+
+def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
+    """Keep the record bounded in long and cyclic runs: answered asks only matter to
+    their cards, which already show the answer."""
+    finished = [a for a in asks.values() if a.status in (AskStatus.CONSUMED, AskStatus.OBSOLETE)]
+    if len(finished) <= KEEP_FINISHED_ASKS:
+        return asks
+    drop = {a.key for a in sorted(finished, key=lambda a: a.created_at)[: len(finished) - KEEP_FINISHED_ASKS]}
+    return {k: a for k, a in asks.items() if k not in drop}
 
 
 def merge_concurrent_decisions(*, claimed: Run, mine: Run, fresh: Run) -> Run:

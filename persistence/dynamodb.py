@@ -4,7 +4,7 @@ Item layout (one table, ``pk``/``sk`` strings)::
 
     pk = "run#<run_id>", sk = "run"             the run item
         run_id, graph, task, started_by, status, version (N), created_at (N),
-        updated_at (N), ask_seq (N), thread (M), lease_owner, lease_until (N), output,
+        updated_at (N), thread (M), lease_owner, lease_until (N), output,
         error                                   Run fields; None fields are absent
         asks (M)       ask key -> {key, interrupt_id, name, reason (S: JSON text),
                        node_id, status, created_at (N), decision (M), card (M)}
@@ -95,13 +95,15 @@ class DynamoRunStore:
         raise StoreError(f"run {run_id}: snapshot kept changing while being read")
 
     def decide(self, run_id: str, ask_key: str, decision: Decision, *, now: float) -> Run:
+        # sweep_at = now even if the run is leased (one UpdateItem cannot branch on status):
+        # a sweeper that looks early sees the live lease and leaves the run alone.
         try:
             got = self._ddb.update_item(
                 TableName=self._table,
                 Key=items.key(run_id),
                 UpdateExpression="SET asks.#k.#st = :decided, asks.#k.decision = :d,"
                 " #version = #version + :one, updated_at = :now,"
-                " sweep_pk = :sweep, sweep_at = if_not_exists(sweep_at, :now)",
+                " sweep_pk = :sweep, sweep_at = :now",
                 ConditionExpression="asks.#k.#st = :pending",
                 ExpressionAttributeNames={"#k": ask_key, "#st": "status", "#version": "version"},
                 ExpressionAttributeValues={

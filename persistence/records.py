@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+CARD_RETRY_SECONDS = 60.0
+
 
 class RunStatus(StrEnum):
     RUNNING = "running"
@@ -25,11 +27,12 @@ class RunStatus(StrEnum):
     RESUMING = "resuming"
     COMPLETED = "completed"
     FAILED = "failed"
+    REJECTED = "rejected"  # a node gate said no; the node did not run
     CANCELLED = "cancelled"
 
     @property
     def terminal(self) -> bool:
-        return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED)
+        return self in (RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.REJECTED, RunStatus.CANCELLED)
 
     @property
     def leased(self) -> bool:
@@ -149,7 +152,6 @@ class Run:
     updated_at: float
     thread: MessageRef | None = None
     asks: dict[str, Ask] = field(default_factory=dict)
-    ask_seq: int = 0
     snapshot: bytes | None = None
     lease_owner: str | None = None
     lease_until: float | None = None
@@ -165,12 +167,15 @@ class Run:
 
         A leased run is stuck once its lease expires; a waiting run with a decision
         nobody picked up (the process that took the click died before it claimed)
-        is stuck at once.
+        is stuck at once; a waiting run with an ask whose card failed to post needs the
+        card posted again after a pause (Slack may be briefly down).
         """
         if self.status.leased:
             return self.lease_until
         if self.status is RunStatus.WAITING and self.decided_asks():
             return self.updated_at
+        if self.status is RunStatus.WAITING and any(a.card is None for a in self.pending_asks()):
+            return self.updated_at + CARD_RETRY_SECONDS
         return None
 
     def pending_asks(self) -> list[Ask]:
@@ -203,7 +208,6 @@ class Run:
             "updated_at": self.updated_at,
             "thread": asdict(self.thread) if self.thread else None,
             "asks": {k: a.to_dict() for k, a in self.asks.items()},
-            "ask_seq": self.ask_seq,
             "lease_owner": self.lease_owner,
             "lease_until": self.lease_until,
             "output": self.output,
@@ -223,7 +227,6 @@ class Run:
             updated_at=float(data["updated_at"]),
             thread=MessageRef(**data["thread"]) if data.get("thread") else None,
             asks={k: Ask.from_dict(a) for k, a in (data.get("asks") or {}).items()},
-            ask_seq=int(data.get("ask_seq") or 0),
             snapshot=snapshot,
             lease_owner=data.get("lease_owner"),
             lease_until=float(data["lease_until"]) if data.get("lease_until") is not None else None,

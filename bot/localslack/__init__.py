@@ -1,20 +1,26 @@
 """A local stand-in for Slack: the Web API the bot calls and the user side that calls the bot.
 
 Used by the offline demo (``approval-bot demo``) and by the tests, so both run the bot's real
-HTTP paths with no Slack workspace.
+HTTP and Socket Mode paths with no Slack workspace.
 """
 
 from bot.localslack.limits import LIMITS
 from bot.localslack.server import LOCAL_BOT_TOKEN, LocalSlack
+from bot.localslack.socket_mode import LOCAL_APP_TOKEN, SocketModeTransport
 from bot.localslack.state import ApiError
-from bot.localslack.user import LOCAL_SIGNING_SECRET, BotResponse, LocalSlackUser
+from bot.localslack.transport import BotResponse, HttpTransport, Transport
+from bot.localslack.user import LOCAL_SIGNING_SECRET, LocalSlackUser
 
 __all__ = [
     "LIMITS",
+    "LOCAL_APP_TOKEN",
     "LOCAL_BOT_TOKEN",
     "LOCAL_SIGNING_SECRET",
     "ApiError",
     "BotResponse",
+    "HttpTransport",
     "LocalSlack",
     "LocalSlackUser",
+    "SocketModeTransport",
+    "Transport",
 ]

@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar
 
 from aiohttp import web
 
+from bot.localslack.socket_mode import ACK_TIMEOUT_SECONDS, APP_LEVEL_METHODS, LOCAL_APP_TOKEN, SocketMode
 from bot.localslack.state import ApiError
 from bot.localslack.webapi import TRIGGER_TTL_SECONDS, WebApi, decode
 
@@ -29,12 +30,14 @@ ChangeHook = Callable[[str, dict[str, Any]], object]
 
 
 class LocalSlack(WebApi):
-    """Slack's Web API (the methods a bot uses) plus response URLs, with inspectable state."""
+    """Slack's Web API (the methods a bot uses), response URLs and Socket Mode, with inspectable state."""
 
     def __init__(
         self,
         *,
         bot_token: str = LOCAL_BOT_TOKEN,
+        app_token: str = LOCAL_APP_TOKEN,
+        ack_timeout: float = ACK_TIMEOUT_SECONDS,
         team_id: str = "T0LOCAL",
         team_domain: str = "local",
         bot_user_id: str = "U0LOCALBOT",
@@ -55,6 +58,9 @@ class LocalSlack(WebApi):
             trigger_ttl=trigger_ttl,
         )
         self.bot_token = bot_token
+        self.socket_mode = SocketMode(slack=self, app_token=app_token, ack_timeout=ack_timeout)
+        """Socket Mode (``apps.connections.open`` and its WebSocket); see ``socket_mode.py``."""
+        self.methods["apps.connections.open"] = self.socket_mode.connections_open
         self.on_change: list[ChangeHook] = []
         """Hooks run after every change (the demo re-renders from here)."""
         self._cond = asyncio.Condition()
@@ -68,6 +74,7 @@ class LocalSlack(WebApi):
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_post("/response/{token}", self._handle_response_url)
+        app.router.add_get("/socket/{ticket}", self.socket_mode.handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, host, port).start()
@@ -76,6 +83,7 @@ class LocalSlack(WebApi):
 
     async def stop(self) -> None:
         if self._runner is not None:
+            await self.socket_mode.close()
             await self._runner.cleanup()
             self._runner = None
 
@@ -149,10 +157,7 @@ class LocalSlack(WebApi):
             token = params.pop("token", None)
             header = request.headers.get("Authorization", "")
             token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else token
-            if not token:
-                raise ApiError("not_authed")
-            if token != self.bot_token:
-                raise ApiError("invalid_auth")
+            self._check_token(method, token)
             handler = self.methods.get(method)
             if handler is None:
                 raise ApiError("unknown_method")
@@ -163,6 +168,15 @@ class LocalSlack(WebApi):
             result = self.reject(method, params, ApiError("invalid_json"))
         await self.changed(method, {"params": params, "result": result})
         return web.json_response(result)
+
+    def _check_token(self, method: str, token: str | None) -> None:
+        """The bot token for everything but the app-level methods, which take the ``xapp-`` token."""
+        if not token:
+            raise ApiError("not_authed")
+        app_token = self.socket_mode.app_token
+        expected = app_token if method in APP_LEVEL_METHODS else self.bot_token
+        if token != expected:
+            raise ApiError("not_allowed_token_type" if token in (app_token, self.bot_token) else "invalid_auth")
 
     async def _handle_response_url(self, request: web.Request) -> web.Response:
         token = request.match_info["token"]

@@ -1,60 +1,55 @@
-"""Slack's side towards the bot: signed slash commands, button clicks and modal submissions.
+"""Slack's side towards the bot: slash commands, button clicks and modal submissions.
 
-Payloads are built the way Slack builds them (form-encoded, ``payload=<json>`` for
-interactions, signed with the app's signing secret) and posted over real HTTP to the bot's
-``/slack/events`` URL, so Bolt's own parsing and signature check run unchanged. What a person
-could not do in the Slack client (click a button that is no longer shown, submit a modal with
-a required input empty) raises here instead of producing a payload Slack would never send.
+Payloads are built the way Slack builds them and handed to a transport (``transport.py``):
+by default signed, form-encoded HTTP posts to the bot's ``/slack/events`` URL, or Socket Mode
+envelopes over the bot's WebSocket (``socket_mode.py``), so Bolt's own parsing (and, over
+HTTP, its signature check) run unchanged. What a person could not do in the Slack client
+(click a button that is no longer shown, submit a modal with a required input empty) raises
+here instead of producing a payload Slack would never send.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Self
-from urllib.parse import urlencode
-
-import aiohttp
-from slack_sdk.signature import SignatureVerifier
 
 from bot.localslack.server import LocalSlack
+from bot.localslack.transport import BotResponse, HttpTransport, Transport
 
 LOCAL_SIGNING_SECRET: Final = "local-signing-secret"
 LOCAL_VERIFICATION_TOKEN: Final = "local-verification-token"
-_FORM: Final = "application/x-www-form-urlencoded"
 
-
-@dataclass(frozen=True)
-class BotResponse:
-    """The bot's HTTP answer: ``body`` is parsed JSON when it was JSON, else the text."""
-
-    status: int
-    body: Any
-    text: str
-    headers: Mapping[str, str]
+__all__ = ["LOCAL_SIGNING_SECRET", "LOCAL_VERIFICATION_TOKEN", "BotResponse", "LocalSlackUser"]
 
 
 class LocalSlackUser:
-    """Acts as Slack delivering one workspace's user actions to the bot over HTTP."""
+    """Acts as Slack delivering one workspace's user actions to the bot.
+
+    Over HTTP to ``bot_url`` unless a ``transport`` is given (e.g. ``SocketModeTransport`` for a
+    bot running ``approval-bot socket``); the payloads are the same either way.
+    """
 
     def __init__(
         self,
         *,
-        bot_url: str,
+        bot_url: str | None = None,
         signing_secret: str = LOCAL_SIGNING_SECRET,
         slack: LocalSlack,
         team_id: str = "T0LOCAL",
         api_app_id: str = "A0LOCAL",
+        transport: Transport | None = None,
     ) -> None:
+        if transport is None:
+            if bot_url is None:
+                raise TypeError("LocalSlackUser needs bot_url (HTTP) or a transport")
+            transport = HttpTransport(bot_url=bot_url, signing_secret=signing_secret)
         self.bot_url = bot_url
         self.slack = slack
         self.team_id = team_id
         self.api_app_id = api_app_id
-        self._verifier = SignatureVerifier(signing_secret)
-        self._session: aiohttp.ClientSession | None = None
+        self.transport = transport
 
     async def __aenter__(self) -> Self:
         return self
@@ -65,9 +60,7 @@ class LocalSlackUser:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self.transport.aclose()
 
     # -- what a person does ----------------------------------------------------------------------
 
@@ -96,7 +89,7 @@ class LocalSlackUser:
             "response_url": self.slack.new_response_url(channel=channel_id, user=user_id),
             "trigger_id": self.slack.new_trigger_id(user_id=user_id),
         }
-        response = await self._post(urlencode(form).encode())
+        response = await self.transport.deliver(kind="slash_commands", payload=form)
         if response.status == 200:
             effect = self.slack.record_command_reply(channel=channel_id, user=user_id, body=response.body)
             if effect is not None:
@@ -154,7 +147,7 @@ class LocalSlackUser:
         }
         if not ephemeral:  # Slack leaves the message out for ephemeral containers
             payload["message"] = shown
-        return await self._post(urlencode({"payload": json.dumps(payload)}).encode())
+        return await self.transport.deliver(kind="interactive", payload=payload)
 
     async def submit_view(
         self, *, view: Mapping[str, Any], values: Mapping[str, Mapping[str, Any]], user_id: str
@@ -182,7 +175,7 @@ class LocalSlackUser:
             "enterprise": None,
             "is_enterprise_install": False,
         }
-        response = await self._post(urlencode({"payload": json.dumps(payload)}).encode())
+        response = await self.transport.deliver(kind="interactive", payload=payload)
         effect = self.slack.apply_view_ack(view_id=current["id"], status=response.status, body=response.body)
         await self.slack.changed("view_submission", {"view_id": current["id"], "effect": effect})
         return response
@@ -196,37 +189,16 @@ class LocalSlackUser:
         timestamp: str | None = None,
         signature: str | None = None,
     ) -> BotResponse:
-        """Post any body, to test what the bot does with unsigned, forged or stale requests."""
-        return await self._post(body, headers=headers, sign=sign, timestamp=timestamp, signature=signature)
+        """Post any body, to test what the bot does with unsigned, forged or stale requests (HTTP only)."""
+        if not isinstance(self.transport, HttpTransport):
+            raise TypeError(f"send_raw posts raw HTTP bodies; this user delivers over {type(self.transport).__name__}")
+        return await self.transport.post(body, headers=headers, sign=sign, timestamp=timestamp, signature=signature)
 
     # -- plumbing --------------------------------------------------------------------------------
 
     def _user(self, user_id: str) -> dict[str, str]:
         name = self.slack.user_name(user_id)
         return {"id": user_id, "username": name, "name": name, "team_id": self.team_id}
-
-    async def _post(
-        self,
-        body: bytes,
-        *,
-        headers: Mapping[str, str] | None = None,
-        sign: bool = True,
-        timestamp: str | None = None,
-        signature: str | None = None,
-    ) -> BotResponse:
-        sent = {"Content-Type": _FORM, **(headers or {})}
-        if sign:
-            timestamp = timestamp or str(int(time.time()))
-            signature = signature or self._verifier.generate_signature(timestamp=timestamp, body=body)
-            sent |= {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": signature or ""}
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
-        async with self._session.post(self.bot_url, data=body, headers=sent) as response:
-            text = await response.text()
-            parsed: Any = text
-            if text and response.content_type == "application/json":
-                parsed = json.loads(text)
-            return BotResponse(status=response.status, body=parsed, text=text, headers=dict(response.headers))
 
 
 def _find_button(message: Mapping[str, Any], label: str) -> tuple[str | None, dict[str, Any]]:

@@ -77,6 +77,17 @@ def run_failed(*, run: Run) -> Rendered:
     )
 
 
+def run_rejected(*, run: Run) -> Rendered:
+    """A gate said no: the run ended on purpose, so no code block and no alarm."""
+    head = f":no_entry: *{short(run.graph)}* stopped: rejected, node not run"
+    reason = run.error or ""
+    body = f"{head}\n{quote(reason, 1500)}" if reason else head
+    return build(
+        text=f"{head}: {cut(reason, 500)}",
+        blocks=[SectionBlock(text=MarkdownTextObject(text=body)), _run_context(run)],
+    )
+
+
 def run_cancelled(*, run: Run) -> Rendered:
     """A short notice; cancellation has no payload to show."""
     head = f":no_entry_sign: *{short(run.graph)}* was cancelled"

@@ -1,8 +1,9 @@
-"""End-to-end harness: the real ``approval-bot serve`` process, real HTTP everywhere.
+"""End-to-end harness: the real ``approval-bot serve`` (or ``socket``) process, real HTTP everywhere.
 
 The bot runs as a subprocess (so it can be killed and restarted), talks to the local
 fake Slack in the test process through ``SLACK_API_URL``, and stores runs in SQLite or
-in DynamoDB on moto's server. Requests from "Slack" are signed like Slack signs them.
+in DynamoDB on moto's server. Requests from "Slack" are signed like Slack signs them, or,
+for ``mode="socket"``, arrive as envelopes over the bot's Socket Mode WebSocket.
 Every test also checks that the bot never made a Web API call real Slack would refuse.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
+from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser, SocketModeTransport
 from persistence.base import RunStore
 from persistence.records import Run
 
@@ -39,8 +40,10 @@ def _free_port() -> int:
 @dataclass
 class BotProcess:
     url: str
+    """The HTTP base URL; for ``mode="socket"`` the bot listens on no port and this is empty."""
     process: subprocess.Popen[bytes]
     log: Path
+    mode: str = "serve"
 
     def kill(self) -> None:
         """Die like a crashed host: no clean-up, no goodbye."""
@@ -133,16 +136,26 @@ async def start_bot(
 ) -> AsyncIterator[StartBot]:
     started: list[BotProcess] = []
 
-    async def start(*, backend: Backend, extra_env: dict[str, str] | None = None) -> BotProcess:
-        port = _free_port()
+    async def start(*, backend: Backend, extra_env: dict[str, str] | None = None, mode: str = "serve") -> BotProcess:
+        """Start ``approval-bot <mode>``; ``socket`` gets the app token and is ready once it connects."""
         log = tmp_path / f"bot-{len(started)}.log"
-        env = _bot_env(slack=local_slack, backend=backend, markers=markers_file, extra=extra_env or {})
-        command = [sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+        extra = {"SLACK_APP_TOKEN": local_slack.socket_mode.app_token} if mode == "socket" else {}
+        env = _bot_env(slack=local_slack, backend=backend, markers=markers_file, extra=extra | (extra_env or {}))
+        if mode == "socket":
+            command, url = [sys.executable, "-m", "bot.cli", "socket"], ""
+        else:
+            port = _free_port()
+            command = [sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+            url = f"http://127.0.0.1:{port}"
+        connected_before = local_slack.socket_mode.connections_opened
         with log.open("wb") as sink:
             process = subprocess.Popen(command, env=env, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT)
-        bot = BotProcess(url=f"http://127.0.0.1:{port}", process=process, log=log)
+        bot = BotProcess(url=url, process=process, log=log, mode=mode)
         started.append(bot)
-        await _wait_healthy(bot)
+        if mode == "socket":
+            await _wait_connected(bot, local_slack, before=connected_before)
+        else:
+            await _wait_healthy(bot)
         return bot
 
     yield start
@@ -169,9 +182,27 @@ async def _wait_healthy(bot: BotProcess, timeout: float = 60.0) -> None:
     raise TimeoutError(f"the bot did not become healthy:\n{bot.output()[-3000:]}")
 
 
+async def _wait_connected(bot: BotProcess, slack: LocalSlack, *, before: int, timeout: float = 60.0) -> None:
+    """A Socket Mode bot has no health URL; it is ready when its WebSocket is up (graphs load first)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        if bot.process.poll() is not None:
+            raise RuntimeError(f"the bot exited with {bot.process.returncode}:\n{bot.output()[-3000:]}")
+        if slack.socket_mode.connections_opened > before and slack.socket_mode.connected:
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"the bot did not connect over Socket Mode:\n{bot.output()[-3000:]}")
+
+
 @pytest.fixture
-def user_for(slack_user: Callable[..., LocalSlackUser]) -> Callable[[BotProcess], LocalSlackUser]:
+def user_for(
+    slack_user: Callable[..., LocalSlackUser], local_slack: LocalSlack
+) -> Callable[[BotProcess], LocalSlackUser]:
+    """A user who reaches ``bot`` the way Slack would: signed HTTP, or envelopes over its socket."""
+
     def make(bot: BotProcess) -> LocalSlackUser:
+        if bot.mode == "socket":
+            return slack_user(transport=SocketModeTransport(socket_mode=local_slack.socket_mode))
         return slack_user(bot_url=bot.url + "/slack/events", signing_secret=LOCAL_SIGNING_SECRET)
 
     return make

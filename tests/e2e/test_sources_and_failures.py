@@ -67,8 +67,8 @@ async def test_megabytes_of_output_are_posted_within_slack_limits(
     await user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
     done = await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the result")
 
-    assert "truncated" in all_text(done) and "2,000,004" in all_text(done)
+    assert "truncated" in all_text(done) and "the output is 2,000,004 characters" in all_text(done)
     assert len(done["blocks"]) <= 50
     run = run_of(sqlite_backend.open_store(), local_slack)
-    assert run.output is not None and len(run.output) == 2_000_004, "the full output is kept in the run record"
+    assert run.output is not None and 100_000 < len(run.output) < 100_200, "the record keeps a bounded head"
     # The autouse check then proves no call was one real Slack would refuse.

@@ -125,7 +125,6 @@ def make_run(run_id: str, **changes: Any) -> Run:
         updated_at=now,
         thread=MessageRef(channel="C1", ts="1700000000.000001"),
         asks=asks,
-        ask_seq=2,
         snapshot=b'{"state": "small", "text": "\xc3\xa9"}',
     )
     return run.evolve(**changes)
