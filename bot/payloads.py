@@ -1,9 +1,9 @@
 """The least an interactive payload must hold before Bolt routes it.
 
 Bolt's listener matching indexes into ``actions`` and ``view`` without checking them, so
-a signed but malformed payload would surface as a 500. These checks turn that into a
-400 at the edge. They run after nothing else, so the signature is checked by Bolt on
-every request that passes them; a request that fails them gets no further.
+a signed but malformed payload would surface as a 500 (Bolt's middleware cannot help:
+it injects the same arguments). ``bot.server`` runs these checks after verifying the
+signature and before Bolt, so an unsigned request never gets this far.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ class SlackPublisher:
             card = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
             try:
                 placed[ask.key] = await self._post(channel=thread.channel, thread_ts=thread.ts, message=card)
-            except SlackApiError:
+            except Exception:  # keep the cards already posted; the sweeper posts this one later
                 logger.exception("run %s: card for ask %s was not posted", run.run_id, ask.key)
         return placed
 

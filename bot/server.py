@@ -16,32 +16,42 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.signature import SignatureVerifier
 
 from bot.app import build_app
 from bot.payloads import shape_problem
 from bot.services import Services, build_services
 from bot.settings import Settings
-from bot.sweeper import sweep_forever
+from bot.sweeper import drain, sweep_forever
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024  # Slack payloads are a few KB; refuse anything absurd early
 SERVICES_KEY = web.AppKey("services", Services)
+DRAIN_SECONDS = 25.0  # under the usual 30 s grace period of ECS and Kubernetes
 
 
 def build_web_app(*, services: Services, app: AsyncApp, sweep_seconds: float = 60.0) -> web.Application:
     web_app = web.Application(client_max_size=MAX_BODY_BYTES)
     web_app[SERVICES_KEY] = services
+    verifier = SignatureVerifier(services.settings.slack_signing_secret.get_secret_value())
 
     async def events(request: web.Request) -> web.Response:
         try:
             body = (await request.read()).decode("utf-8")
-            bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=dict(request.headers))
-        except (UnicodeDecodeError, ValueError):  # an unparsable body is the sender's fault, never a 5xx
+        except UnicodeDecodeError:  # not from Slack, and never worth a 5xx
             return web.json_response({"error": "malformed request"}, status=400)
+        if not verifier.is_valid_request(body, dict(request.headers)):
+            return web.json_response({"error": "invalid signature"}, status=401)
+        try:
+            bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=dict(request.headers))
+        except ValueError:
+            return web.json_response({"error": "malformed request"}, status=400)
+        # After the signature, before Bolt: Bolt's argument injection (listeners and
+        # middleware alike) indexes into actions and views unchecked.
         problem = shape_problem(bolt_request.body)
         if problem is not None:
-            logger.warning("refused a malformed %s payload: %s", bolt_request.body.get("type"), problem)
+            logger.warning("refused a malformed payload: %s", problem)
             return web.json_response({"error": f"malformed payload: {problem}"}, status=400)
         try:
             response = await app.async_dispatch(bolt_request)
@@ -82,5 +92,7 @@ async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: floa
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
+        await site.stop()  # no new requests; finish what is running
+        await drain(services, timeout=DRAIN_SECONDS)
     finally:
         await runner.cleanup()

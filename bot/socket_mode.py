@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
 
 from bot.app import build_app
+from bot.server import DRAIN_SECONDS
 from bot.services import build_services
 from bot.settings import Settings
-from bot.sweeper import sweep_forever
+from bot.sweeper import drain, sweep_forever
 
 
 async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) -> None:
@@ -32,9 +34,17 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
             f"approval-bot socket: Slack refused SLACK_APP_TOKEN ({problem}); it must be the app's xapp- token"
         ) from None
     sweeper = asyncio.create_task(sweep_forever(services, every=sweep_seconds))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
     try:
-        await handler.start_async()  # type: ignore[no-untyped-call]
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        await stop.wait()
+        await handler.disconnect_async()  # type: ignore[no-untyped-call]  # no new work; finish what runs
+        await drain(services, timeout=DRAIN_SECONDS)
     finally:
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sweeper
+        await handler.close_async()  # type: ignore[no-untyped-call]

@@ -10,6 +10,17 @@ from bot.services import Services
 logger = logging.getLogger(__name__)
 
 
+async def drain(services: Services, *, timeout: float) -> None:
+    """Wait for graph passes in flight: cutting one short means another process redoes
+    it after the lease expires, side effects included."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while services.engine.busy and loop.time() < deadline:
+        await asyncio.sleep(0.1)
+    if services.engine.busy:
+        logger.warning("shutting down with a graph pass still running; its lease will expire and be taken over")
+
+
 async def sweep_forever(services: Services, *, every: float) -> None:
     while True:
         await asyncio.sleep(every)

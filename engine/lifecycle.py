@@ -90,6 +90,7 @@ class RunEngine:
         self._clock = clock
         self._new_id = new_id
         self.unsaved_ask_wait = 10.0
+        self._passes = 0
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
@@ -212,8 +213,20 @@ class RunEngine:
             return RunStatus.RESUMING if run.snapshot is not None else RunStatus.RUNNING
         return None
 
+    @property
+    def busy(self) -> bool:
+        """Whether a graph pass is running here; a shutdown waits for it to be saved."""
+        return self._passes > 0
+
     async def _advance(self, run: Run) -> Run:
         """Run one pass for a run this process holds, then save and publish the outcome."""
+        self._passes += 1
+        try:
+            return await self._advance_held(run)
+        finally:
+            self._passes -= 1
+
+    async def _advance_held(self, run: Run) -> Run:
         decided = run.decided_asks()
         responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
         assert run.lease_owner is not None

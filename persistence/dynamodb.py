@@ -30,6 +30,7 @@ the same chunk keys, and the loser's clean-up would delete the winner's snapshot
 
 from __future__ import annotations
 
+import secrets
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
@@ -238,6 +239,9 @@ class DynamoRunStore:
     def _put(self, run: Run, *, condition: str, names: dict[str, str], values: dict[str, Any]) -> None:
         expires_at = run.updated_at + self._retention if run.status.terminal and self._retention else None
         item = items.run_item(run, expires_at=expires_at)
+        # Names this write: if botocore retries a put whose response was lost and the item
+        # changed in between (a click), the stored write_id still says the put landed.
+        item["write_id"] = {"S": secrets.token_hex(8)}
         blob = snapshots.encode(run.snapshot) if run.snapshot is not None else None
         new_ref: dict[str, Any] | None = None
         if blob is not None and items.item_size(item) + len("snap") + len(blob) <= INLINE_LIMIT:
@@ -275,8 +279,8 @@ class DynamoRunStore:
             if not _condition_failed(exc):
                 raise
             current = _stored_item(exc)
-            if current is not None and items.plain(current) == items.plain(item):
-                return  # our own put, retried after a lost response: it is stored
+            if current is not None and current.get("write_id") == item["write_id"]:
+                return  # our own put, retried after a lost response: it is stored (keep its snapshot)
             if new_ref:
                 self._offload.drop(run.run_id, new_ref)
             raise _ConditionFailed from None

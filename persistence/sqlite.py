@@ -16,6 +16,7 @@ threads at once, and one connection per thread lets WAL readers run in parallel.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -43,6 +44,8 @@ CREATE INDEX IF NOT EXISTS runs_sweep_at ON runs (sweep_at) WHERE sweep_at IS NO
 
 class SqliteRunStore:
     def __init__(self, path: str) -> None:
+        if path != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # the default lives in a new folder
         self._path = path
         self._local = threading.local()
         self._lock = threading.Lock()

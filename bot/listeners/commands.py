@@ -92,5 +92,10 @@ def register(app: AsyncApp, *, services: Services) -> None:
                 text=f"I could not post in this channel ({error}). Invite me with `/invite` and try again.",
                 response_type="ephemeral",
             )
+        except Exception:  # e.g. a graph module that fails to import: say so, don't go quiet
+            logger.exception("starting %s failed", parsed.graph)
+            await respond(
+                text=f"Starting `{parsed.graph[:40]}` failed; the bot's logs say why.", response_type="ephemeral"
+            )
 
     app.command(name)(ack=acknowledge, lazy=[work])

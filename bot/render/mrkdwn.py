@@ -55,7 +55,25 @@ def build(*, text: str, blocks: Sequence[Block]) -> Rendered:
     """Serialize blocks (slack_sdk validates them here) and cut the fallback text."""
     if len(blocks) > MAX_BLOCKS:
         raise ValueError(f"a message holds at most {MAX_BLOCKS} blocks, got {len(blocks)}")
-    return Rendered(text=fit(text, FALLBACK_TEXT_LIMIT, total=len(text)), blocks=[b.to_dict() for b in blocks])
+    serialized = [b.to_dict() for b in blocks]
+    for block in serialized:
+        _verbatim(block)
+    return Rendered(text=fit(text, FALLBACK_TEXT_LIMIT, total=len(text)), blocks=serialized)
+
+
+def _verbatim(node: Any) -> None:
+    """Mark every mrkdwn text ``verbatim``: without it Slack auto-links channel names and
+    parses some mentions in text that came from graphs, models and people. Escaping
+    handles ``<...>``; this handles what Slack would otherwise find on its own. Our own
+    explicit ``<@U…>`` mentions and ``<!date…>`` still render."""
+    if isinstance(node, dict):
+        if node.get("type") == "mrkdwn" and isinstance(node.get("text"), str):
+            node["verbatim"] = True
+        for value in node.values():
+            _verbatim(value)
+    elif isinstance(node, list):
+        for value in node:
+            _verbatim(value)
 
 
 def escape(text: str) -> str:

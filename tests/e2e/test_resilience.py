@@ -107,3 +107,22 @@ async def test_two_parallel_asks_partial_answers(
     done = await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the result")
     assert "summary: both sides finished" in all_text(done)
     assert sorted(markers_file.read_text().splitlines()) == ["left:t", "right:t"]
+
+
+async def test_sigterm_waits_for_a_running_pass_to_be_saved(
+    start_bot: StartBot, sqlite_backend: Backend, local_slack: LocalSlack, user_for, markers_file: Path
+) -> None:
+    bot = await start_bot(backend=sqlite_backend, extra_env={"APPROVAL_BOT_TEST_SLOW_SECONDS": "2"})
+    user = user_for(bot)
+    await user.slash_command(text="run guarded-write slow", user_id="U0ALICE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="a card")
+    await user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
+    started = Path(str(markers_file) + ".approval_bot_test_started")
+    await eventually(started.exists, what="the approved tool to start")
+
+    bot.process.terminate()  # a deploy or scale-in, mid-pass
+    await asyncio.to_thread(bot.process.wait, 30)
+
+    assert markers_file.read_text().splitlines() == ["writer:slow"]
+    assert run_of(sqlite_backend.open_store(), local_slack).status is RunStatus.COMPLETED
+    assert finished_message(local_slack) is not None, "the result was posted before the process exited"

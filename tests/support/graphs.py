@@ -8,6 +8,7 @@ Loaded by the engine tests directly and by the bot under test through
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,13 @@ def markers() -> list[str]:
         return [line.rstrip("\n") for line in handle]
 
 
+def _mark_file(variable: str) -> None:
+    path = os.environ.get("APPROVAL_BOT_TEST_MARKERS")
+    if path:
+        with open(path + "." + variable.lower(), "w", encoding="utf-8") as handle:
+            handle.write("1")
+
+
 def _mark(text: str) -> None:
     path = os.environ.get("APPROVAL_BOT_TEST_MARKERS")
     if path:
@@ -47,6 +55,10 @@ def write_marker(text: str, tool_context: ToolContext) -> str:
         return f"rejected by {answer.get('user')}: {answer.get('text') or 'no reason'}"
     for hook in list(DURING_PASS):
         hook()
+    slow = float(os.environ.get("APPROVAL_BOT_TEST_SLOW_SECONDS") or 0)
+    if slow:
+        _mark_file("APPROVAL_BOT_TEST_STARTED")
+        time.sleep(slow)
     written = f"{text} | reply: {answer['text']}" if answer.get("decision") == "reply" else text
     _mark(written)
     return f"wrote {written}"

@@ -1,0 +1,114 @@
+"""When the store, Slack or a snapshot misbehaves, a run ends or recovers; it never
+re-runs an approved side effect in a loop and never waits forever for an invisible card.
+
+(Regression tests for an independent review's findings C1, C2, H2, H3.)
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import tests.support.graphs as test_graphs
+from engine import RunEngine
+from persistence.base import StoreError
+from persistence.records import Decision, Run, RunStatus, Verdict
+from persistence.sqlite import SqliteRunStore
+from tests.engine.conftest import RecordingPublisher, RegistrySource
+
+
+def approve(user: str = "U1") -> Decision:
+    return Decision(verdict=Verdict.APPROVE, user=user, at=time.time())
+
+
+def engine(store: SqliteRunStore, publisher: RecordingPublisher, *, lease: float = 900, ahead: float = 0) -> RunEngine:
+    made = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher, lease_seconds=lease)
+    if ahead:
+        made._clock = lambda: time.time() + ahead
+    return made
+
+
+async def test_a_failing_heartbeat_never_discards_a_pass_that_ran(tmp_path: Path, publisher) -> None:
+    class FlakyRenew(SqliteRunStore):
+        failing = False
+
+        def renew(self, run_id: str, *, owner: str, lease_until: float) -> bool:
+            if self.failing:
+                raise ConnectionError("store unreachable")
+            return super().renew(run_id, owner=owner, lease_until=lease_until)
+
+    store = FlakyRenew(str(tmp_path / "runs.sqlite3"))
+    first = engine(store, publisher, lease=3)
+    run = await first.start(graph="guarded-write", task="x", user="U0", channel="C1")
+    decided = await first.decide(run_id=run.run_id, ask_key=run.pending_asks()[0].key, decision=approve())
+    store.failing = True
+    test_graphs.DURING_PASS.append(lambda: time.sleep(1.5))  # longer than a heartbeat period
+
+    final = await first.resume(run.run_id, known=decided.run)
+
+    assert final is not None and final.status is RunStatus.COMPLETED
+    test_graphs.DURING_PASS.clear()
+    store.failing = False
+    assert await engine(store, publisher, ahead=10).sweep() == []
+    assert test_graphs.markers() == ["writer:x"], "the approved tool ran exactly once"
+
+
+async def test_a_store_that_cannot_save_ends_the_run_instead_of_looping(tmp_path: Path, publisher) -> None:
+    class RefusesBigRuns(SqliteRunStore):
+        def save(self, run: Run, *, expected_version: int) -> Run:
+            if run.status is RunStatus.COMPLETED:
+                raise StoreError("record too large")
+            return super().save(run, expected_version=expected_version)
+
+    store = RefusesBigRuns(str(tmp_path / "runs.sqlite3"))
+    first = engine(store, publisher)
+    run = await first.start(graph="guarded-write", task="x", user="U0", channel="C1")
+    decided = await first.decide(run_id=run.run_id, ask_key=run.pending_asks()[0].key, decision=approve())
+
+    final = await first.resume(run.run_id, known=decided.run)
+
+    assert final is not None and final.status is RunStatus.FAILED
+    assert final.error is not None and "could not be saved" in final.error
+    assert publisher.of("finished") == [("finished", run.run_id, "failed")]
+    assert await engine(store, publisher, ahead=3600).sweep() == []
+    assert test_graphs.markers() == ["writer:x"], "no sweeper re-ran the pass"
+
+
+async def test_an_unrestorable_snapshot_fails_the_run_once(tmp_path: Path, publisher) -> None:
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+    first = engine(store, publisher)
+    run = await first.start(graph="guarded-write", task="x", user="U0", channel="C1")
+    stored = store.load(run.run_id)
+    assert stored is not None
+    store.save(stored.evolve(snapshot=b'{"_internal_state": 5}'), expected_version=stored.version)
+    decided = await first.decide(run_id=run.run_id, ask_key=run.pending_asks()[0].key, decision=approve())
+
+    final = await first.resume(run.run_id, known=decided.run)
+
+    assert final is not None and final.status is RunStatus.FAILED
+    assert publisher.of("finished") == [("finished", run.run_id, "failed")]
+    assert await engine(store, publisher, ahead=3600).sweep() == []
+
+
+async def test_cards_that_failed_to_post_are_posted_again_by_the_sweeper(tmp_path: Path, publisher) -> None:
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+    original = publisher.asks_raised
+
+    async def slack_is_down(**kwargs: Any) -> Any:
+        raise RuntimeError("Slack answered 503")
+
+    publisher.asks_raised = slack_is_down
+    run = await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    assert run.status is RunStatus.WAITING and ask.card is None
+    assert await engine(store, publisher).sweep() == [], "not before the retry pause"
+
+    publisher.asks_raised = original
+    (reposted,) = await engine(store, publisher, ahead=120).sweep()
+
+    assert reposted.status is RunStatus.WAITING and reposted.asks[ask.key].card is not None
+    assert publisher.of("card") == [("card", run.run_id, ask.key)]
+    assert await engine(store, publisher, ahead=240).sweep() == [], "posted once, then left alone"
+    result = await engine(store, publisher).decide(run_id=run.run_id, ask_key=ask.key, decision=approve())
+    assert result.accepted
