@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from engine.prepare import prepare
 from engine.snapshot import dump_state, restore_state
-from engine.sources import verdicts_for
-from persistence.records import Verdict
+from engine.sources import gated_tool_use_id, verdicts_for
+from persistence.records import ToolCall, Verdict
 
 if TYPE_CHECKING:
     from strands.multiagent.base import NodeResult
@@ -40,6 +41,7 @@ class Raised:
     reason: Any
     node_id: str | None
     verdicts: tuple[Verdict, ...]
+    tool: ToolCall | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +84,7 @@ async def run_pass(
     cancelled: dict[str, str] = {}  # node id -> message, from BeforeNodeCallEvent.cancel_node
     result: Any = None
     try:
+        prepare(graph)
         if snapshot is not None:
             restore_state(graph, snapshot)
             graph_input: Any = response_entries(responses)
@@ -120,10 +123,35 @@ def _raised(graph: Graph, node_id: str, interrupts: Sequence[Any]) -> list[Raise
             name=i.name,
             reason=i.reason,
             node_id=node_id,
-            verdicts=verdicts_for(graph=graph, node_id=node_id, name=i.name),
+            verdicts=verdicts_for(graph=graph, node_id=node_id, name=i.name, interrupt_id=i.id),
+            tool=_gated_call(graph, node_id, i.id),
         )
         for i in interrupts
     ]
+
+
+def _gated_call(graph: Graph, node_id: str, interrupt_id: str) -> ToolCall | None:
+    """The tool call a BeforeToolCallEvent ask is about: its name, input and schema.
+
+    Read from the interrupted agent right after the pass, while its conversation
+    (holding the pending tool use) is at hand.
+    """
+    tool_use_id = gated_tool_use_id(interrupt_id)
+    agent = getattr(graph.nodes.get(node_id), "executor", None)
+    if tool_use_id is None or agent is None:
+        return None
+    for message in reversed(getattr(agent, "messages", None) or []):
+        for block in message.get("content", []):
+            use = block.get("toolUse")
+            if use and use.get("toolUseId") == tool_use_id:
+                tool = getattr(agent, "tool_registry", None)
+                spec = tool.registry.get(use["name"]) if tool is not None else None
+                schema = (spec.tool_spec.get("inputSchema") or {}).get("json") if spec is not None else None
+                given = use.get("input")
+                return ToolCall(
+                    name=use["name"], input=dict(given) if isinstance(given, dict) else {}, input_schema=schema
+                )
+    return None
 
 
 async def _dump(graph: Graph) -> bytes:

@@ -88,6 +88,7 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
                 status=AskStatus.PENDING,
                 created_at=now,
                 verdicts=raised.verdicts,
+                tool=raised.tool,
             )
         )
 

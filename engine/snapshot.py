@@ -13,6 +13,10 @@ JSON and a different process:
   while interrupted always resumes the interrupted nodes (``_execute_graph`` picks them
   from the interrupt state), so naming them as next nodes only makes
   ``deserialize_state`` restore instead of reset.
+* A graph or swarm nested as a node keeps its own state, which the outer graph's
+  ``serialize_state`` leaves out: an interrupt raised inside it would be unknown to the
+  nested graph rebuilt in another process. Nested states are stored beside the outer
+  one (under ``_approval_bot_nested``, by node id, recursively) and restored after it.
 """
 
 from __future__ import annotations
@@ -33,18 +37,51 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+_NESTED = "_approval_bot_nested"
+
+
 def dump_state(graph: Graph) -> bytes:
     from strands.types.session import encode_bytes_values
 
-    state = encode_bytes_values(graph.serialize_state())
+    state = encode_bytes_values(_serialize(graph))
     return json.dumps(state, separators=(",", ":"), ensure_ascii=False, default=_jsonable).encode()
 
 
 def restore_state(graph: Graph, snapshot: bytes) -> None:
     from strands.types.session import decode_bytes_values
 
-    payload: dict[str, Any] = decode_bytes_values(json.loads(snapshot))
+    _restore(graph, decode_bytes_values(json.loads(snapshot)))
+
+
+def _serialize(orchestrator: Any) -> dict[str, Any]:
+    state: dict[str, Any] = orchestrator.serialize_state()
+    nested: dict[str, Any] = {}
+    for node_id, inner in _nested_orchestrators(orchestrator):
+        try:
+            nested[node_id] = _serialize(inner)
+        except NotImplementedError:  # e.g. a remote A2A agent: nothing of it lives here
+            continue
+    if nested:
+        state[_NESTED] = nested
+    return state
+
+
+def _restore(orchestrator: Any, payload: dict[str, Any]) -> None:
+    nested: dict[str, Any] = payload.pop(_NESTED, None) or {}
     interrupt_state = (payload.get("_internal_state") or {}).get("interrupt_state") or {}
-    if interrupt_state.get("activated") and not payload.get("next_nodes_to_execute"):
+    if payload.get("type") == "graph" and interrupt_state.get("activated") and not payload.get("next_nodes_to_execute"):
         payload["next_nodes_to_execute"] = list(payload.get("interrupted_nodes") or [])
-    graph.deserialize_state(payload)
+    orchestrator.deserialize_state(payload)
+    for node_id, inner in _nested_orchestrators(orchestrator):
+        if node_id in nested:
+            _restore(inner, nested[node_id])
+
+
+def _nested_orchestrators(orchestrator: Any) -> list[tuple[str, Any]]:
+    from strands.multiagent.base import MultiAgentBase
+
+    return [
+        (node_id, node.executor)
+        for node_id, node in (getattr(orchestrator, "nodes", None) or {}).items()
+        if isinstance(getattr(node, "executor", None), MultiAgentBase)
+    ]

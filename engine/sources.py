@@ -2,9 +2,12 @@
 
 Graph code receives a JSON object for every decision (the contract in DESIGN section 2):
 ``{"decision": "approve" | "reject" | "reply", "text": str | None, "user": "U…"}``.
-Strands' own ``HumanInTheLoop`` intervention evaluates its response itself (``True``,
-``"y"`` or ``"yes"`` approve, anything else denies, ``"t"``/``"trust"`` trusts when
-``enable_trust`` is on), so its interrupts get the plain strings it understands.
+Two sources get one more button: an Edit on a ``BeforeToolCallEvent`` gate sends
+``"approve"`` plus ``"edited_input"`` (and the engine makes the tool run with it), a
+Retry on a ``review_after`` ask sends ``"retry"``. Strands' own ``HumanInTheLoop``
+intervention evaluates its response itself (``True``, ``"y"`` or ``"yes"`` approve,
+anything else denies, ``"t"``/``"trust"`` trusts when ``enable_trust`` is on), so its
+interrupts get the plain strings it understands.
 """
 
 from __future__ import annotations
@@ -17,14 +20,29 @@ if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
 HITL_INTERRUPT_NAME = "strands:human-in-the-loop"
+REVIEW_INTERRUPT_PREFIX = "review:"  # graph_defs.review_after names its asks review:<tool>[:<attempt>]
+TOOL_GATE_ID_PREFIX = "v1:before_tool_call:"  # Strands' id for BeforeToolCallEvent interrupts
 BASIC_VERDICTS = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 
 
-def verdicts_for(*, graph: Graph, node_id: str, name: str) -> tuple[Verdict, ...]:
+def verdicts_for(*, graph: Graph, node_id: str, name: str, interrupt_id: str) -> tuple[Verdict, ...]:
     """The buttons an ask gets; decided when it is raised, while the graph is at hand."""
-    if name == HITL_INTERRUPT_NAME and _trust_enabled(graph=graph, node_id=node_id):
-        return (*BASIC_VERDICTS, Verdict.TRUST)
+    if name == HITL_INTERRUPT_NAME:
+        trusted = _trust_enabled(graph=graph, node_id=node_id)
+        return (*BASIC_VERDICTS, Verdict.TRUST) if trusted else BASIC_VERDICTS
+    if name.startswith(REVIEW_INTERRUPT_PREFIX):
+        return (*BASIC_VERDICTS, Verdict.RETRY)
+    if interrupt_id.startswith(TOOL_GATE_ID_PREFIX):
+        return (*BASIC_VERDICTS, Verdict.EDIT)
     return BASIC_VERDICTS
+
+
+def gated_tool_use_id(interrupt_id: str) -> str | None:
+    """The toolUseId a BeforeToolCallEvent interrupt is about (Strands puts it in the id)."""
+    if not interrupt_id.startswith(TOOL_GATE_ID_PREFIX):
+        return None
+    rest = interrupt_id.removeprefix(TOOL_GATE_ID_PREFIX)
+    return rest.rsplit(":", 1)[0] or None
 
 
 def _trust_enabled(*, graph: Graph, node_id: str) -> bool:
@@ -40,11 +58,9 @@ def response_for(ask: Ask, decision: Decision) -> Any:
     """The value ``interrupt(...)`` returns in graph code for this decision."""
     if ask.name == HITL_INTERRUPT_NAME:
         return _hitl_response(decision)
-    response: dict[str, Any] = {
-        "decision": decision.verdict.value,
-        "text": decision.text,
-        "user": decision.user,
-    }
+    # An edit is an approval of the edited call: gates written for approve/reject keep working.
+    verdict = Verdict.APPROVE if decision.verdict is Verdict.EDIT else decision.verdict
+    response: dict[str, Any] = {"decision": verdict.value, "text": decision.text, "user": decision.user}
     if decision.edited_input is not None:
         response["edited_input"] = decision.edited_input
     return response

@@ -57,6 +57,8 @@ def run_item(run: Run, *, expires_at: float | None) -> dict[str, Any]:
     doc = run.to_dict()
     for ask in doc["asks"].values():
         ask["reason"] = _json(ask["reason"])
+        if "tool" in ask:
+            ask["tool"] = _json(ask["tool"])
         if "decision" in ask and "edited_input" in ask["decision"]:
             ask["decision"]["edited_input"] = _json(ask["decision"]["edited_input"])
     item = {name: wire(value) for name, value in doc.items() if value is not None}
@@ -80,6 +82,8 @@ def run_from_item(item: dict[str, Any], snapshot: bytes | None) -> Run:
         data.pop(name, None)
     for ask in (data.get("asks") or {}).values():
         ask["reason"] = json.loads(ask["reason"])
+        if "tool" in ask:
+            ask["tool"] = json.loads(ask["tool"])
         decision = ask.get("decision")
         if decision and "edited_input" in decision:
             decision["edited_input"] = json.loads(decision["edited_input"])

@@ -87,6 +87,23 @@ class Decision:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """The tool call an ask gates (BeforeToolCallEvent asks): shown on the card, and the
+    starting point and schema of an Edit."""
+
+    name: str
+    input: dict[str, Any]
+    input_schema: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "input": self.input, "input_schema": self.input_schema}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(name=data["name"], input=dict(data.get("input") or {}), input_schema=data.get("input_schema"))
+
+
+@dataclass(frozen=True, kw_only=True)
 class Ask:
     """One interrupt of one run, shown to people as one card.
 
@@ -106,6 +123,7 @@ class Ask:
     decision: Decision | None = None
     card: MessageRef | None = None
     verdicts: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
+    tool: ToolCall | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -122,6 +140,8 @@ class Ask:
             data["decision"] = self.decision.to_dict()
         if self.card is not None:
             data["card"] = asdict(self.card)
+        if self.tool is not None:
+            data["tool"] = self.tool.to_dict()
         return data
 
     @classmethod
@@ -137,6 +157,7 @@ class Ask:
             decision=Decision.from_dict(data["decision"]) if data.get("decision") else None,
             card=MessageRef(**data["card"]) if data.get("card") else None,
             verdicts=tuple(Verdict(v) for v in data.get("verdicts") or ("approve", "reject", "reply")),
+            tool=ToolCall.from_dict(data["tool"]) if data.get("tool") else None,
         )
 
 

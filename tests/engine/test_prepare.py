@@ -1,0 +1,111 @@
+"""What the engine adds to every graph: edits applied, HumanInTheLoop's classifier kept honest.
+
+Through the real engine and store; every engine stands for another process.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from strands import Agent, tool
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.multiagent.graph import Graph, GraphBuilder
+from strands.vended_interventions.hitl import HumanInTheLoop
+from strands.vended_interventions.hitl.classifier import ClassifierResult
+
+from graph_defs import graph_def
+from graph_defs.scripted import ScriptedModel, call, latest_tool_result_text, say
+from persistence.records import Decision, RunStatus, Verdict
+
+transfers: list[dict[str, Any]] = []
+CLASSIFIER_SAYS_RISKY = [True]
+
+
+@tool
+def transfer(amount: int, to: str) -> str:
+    """Move money."""
+    transfers.append({"amount": amount, "to": to})
+    return f"sent {amount} to {to}"
+
+
+class PaymentGate(HookProvider):
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.gate)
+
+    def gate(self, event: BeforeToolCallEvent) -> None:
+        answer = event.interrupt("approve_transfer", reason={"amount": event.tool_use["input"]["amount"]})
+        if answer["decision"] != "approve":
+            event.cancel_tool = "not approved"
+
+
+def _payer(*, hooks: list[HookProvider] | None = None, interventions: list[Any] | None = None) -> Graph:
+    agent = Agent(
+        name="payer",
+        model=ScriptedModel([call("transfer", amount=100, to="acme"), lambda m: say(latest_tool_result_text(m))]),
+        tools=[transfer],
+        hooks=hooks or [],
+        interventions=interventions or [],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "payer")
+    builder.set_max_node_executions(5)
+    builder.set_execution_timeout(60)
+    return builder.build()
+
+
+@graph_def("prepare-gated-transfer", description="a BeforeToolCallEvent gate on a transfer")
+def gated_transfer() -> Graph:
+    return _payer(hooks=[PaymentGate()])
+
+
+def _classifier(event: BeforeToolCallEvent, **kwargs: Any) -> ClassifierResult:
+    return ClassifierResult(requires_human_in_the_loop=CLASSIFIER_SAYS_RISKY[0], reason="money moves")
+
+
+@graph_def("prepare-classified-transfer", description="HumanInTheLoop with a risk classifier")
+def classified_transfer() -> Graph:
+    return _payer(interventions=[HumanInTheLoop(classifier=_classifier)])
+
+
+def _decision(verdict: Verdict, **extra: Any) -> Decision:
+    return Decision(verdict=verdict, user="U9", at=time.time(), **extra)
+
+
+async def test_an_edit_makes_the_tool_run_with_the_edited_input(make_engine) -> None:
+    transfers.clear()
+    run = await make_engine().start(graph="prepare-gated-transfer", task="pay", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    assert ask.tool is not None and ask.tool.name == "transfer" and ask.tool.input == {"amount": 100, "to": "acme"}
+    assert ask.tool.input_schema is not None and "amount" in ask.tool.input_schema["properties"]
+    assert Verdict.EDIT in ask.verdicts
+
+    edited = {"amount": 40, "to": "acme"}
+    result = await make_engine().decide(
+        run_id=run.run_id, ask_key=ask.key, decision=_decision(Verdict.EDIT, edited_input=edited)
+    )
+    final = await make_engine().resume(run.run_id, known=result.run)
+
+    assert final is not None and final.status is RunStatus.COMPLETED
+    assert transfers == [edited], "the tool ran once, with the edited input"
+    assert final.output == "sent 40 to acme"
+
+
+async def test_a_rejected_call_stays_rejected_when_the_classifier_changes_its_mind(make_engine) -> None:
+    transfers.clear()
+    CLASSIFIER_SAYS_RISKY[0] = True
+    run = await make_engine().start(graph="prepare-classified-transfer", task="pay", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    assert ask.tool is not None and ask.tool.name == "transfer"
+
+    CLASSIFIER_SAYS_RISKY[0] = False  # a model's verdict is not stable; a fresh process asks it again
+    try:
+        result = await make_engine().decide(run_id=run.run_id, ask_key=ask.key, decision=_decision(Verdict.REJECT))
+        final = await make_engine().resume(run.run_id, known=result.run)
+    finally:
+        CLASSIFIER_SAYS_RISKY[0] = True
+
+    assert final is not None and final.status is RunStatus.COMPLETED
+    assert transfers == [], "the human said no; no classifier gets to overrule that"
+    assert "CONFIRMATION_FAILED" in (final.output or "")
