@@ -66,13 +66,22 @@ def run_completed(*, run: Run, max_blocks: int = MAX_OUTPUT_BLOCKS, max_chars: i
     return build(text=f"{head}: {cut(output, FALLBACK_TEXT_LIMIT - len(head) - 2)}", blocks=blocks)
 
 
+FAILURE_SHOWN_CHARS = 500
+
+
 def run_failed(*, run: Run) -> Rendered:
-    """The error, in a code block because tracebacks and messages are preformatted."""
+    """The start of the error, in a code block because errors are preformatted.
+
+    Only the start: provider and tool errors carry account ids, ARNs, hosts and URLs,
+    and a channel may include guests. The run record and the logs keep the rest.
+    """
     head = f":x: *{short(run.graph)}* failed"
     error = run.error or "(no error message)"
-    body = f"{head}\n{code_block(error, SECTION_TEXT_LIMIT - len(head) - 1)}"
+    shown = error if len(error) <= FAILURE_SHOWN_CHARS else error[:FAILURE_SHOWN_CHARS] + " …"
+    note = "" if shown == error else "\n_(cut; the bot's logs have the full error)_"
+    body = f"{head}\n{code_block(shown, SECTION_TEXT_LIMIT - len(head) - len(note) - 1)}{note}"
     return build(
-        text=f"{head}: {cut(error, 1000)}",
+        text=f"{head}: {cut(shown, 300)}",
         blocks=[SectionBlock(text=MarkdownTextObject(text=body)), _run_context(run)],
     )
 

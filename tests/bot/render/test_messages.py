@@ -104,7 +104,10 @@ def test_run_failed_shows_the_error_in_a_code_block() -> None:
     assert_within_limits(message)
     body = sections(message.blocks)[0]
     assert body.startswith(":x: *deploy* failed\n```\nTraceback &lt;!here&gt;")
-    assert "\n```\n… (truncated, 90000 chars)" in body
+    assert body.endswith("_(cut; the bot's logs have the full error)_")
+    assert body.count("Traceback") == 500 // len("Traceback <!here>\n") + 1, "only the first 500 characters"
+    short = run_failed(run=make_run(status=RunStatus.FAILED, error="ValueError: bad input"))
+    assert "ValueError: bad input" in sections(short.blocks)[0] and "cut;" not in sections(short.blocks)[0]
 
 
 def test_every_run_message_survives_hostile_names_and_sizes() -> None:
