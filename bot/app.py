@@ -13,7 +13,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.listeners import actions, commands, views
+from bot.listeners import actions, commands, edits, views
 from bot.services import Services
 
 logger = logging.getLogger(__name__)
@@ -55,4 +55,5 @@ def build_app(services: Services, *, process_before_response: bool = False) -> A
     commands.register(app, services=services)
     actions.register(app, services=services)
     views.register(app, services=services)
+    edits.register(app, services=services)
     return app

@@ -13,6 +13,14 @@ JSON and a different process:
   while interrupted always resumes the interrupted nodes (``_execute_graph`` picks them
   from the interrupt state), so naming them as next nodes only makes
   ``deserialize_state`` restore instead of reset.
+* A node revisited in a cycle with ``reset_on_revisit`` off is both completed (its
+  first visit) and interrupted (this one); ``deserialize_state`` marks it completed
+  last, and only interrupted nodes resume: it would be skipped. Interrupted nodes are
+  marked interrupted again after restoring.
+* With ``reset_on_revisit`` off, a revisited node continues its conversation, but
+  ``serialize_state`` keeps conversations only for interrupted nodes: in another
+  process the node would start blank. Completed agents' conversations, state and model
+  state are stored beside the snapshot (``_approval_bot_agents``) and restored.
 * A graph or swarm nested as a node keeps its own state, which the outer graph's
   ``serialize_state`` leaves out: an interrupt raised inside it would be unknown to the
   nested graph rebuilt in another process. Nested states are stored beside the outer
@@ -38,6 +46,7 @@ def _jsonable(value: Any) -> Any:
 
 
 _NESTED = "_approval_bot_nested"
+_AGENTS = "_approval_bot_agents"
 
 
 def dump_state(graph: Graph) -> bytes:
@@ -63,7 +72,28 @@ def _serialize(orchestrator: Any) -> dict[str, Any]:
             continue
     if nested:
         state[_NESTED] = nested
+    kept = _completed_agents(orchestrator)
+    if kept:
+        state[_AGENTS] = kept
     return state
+
+
+def _completed_agents(orchestrator: Any) -> dict[str, Any]:
+    """Conversations a revisit continues: only needed when the graph does not reset them."""
+    from strands.agent import Agent
+
+    if getattr(orchestrator, "reset_on_revisit", True) or not hasattr(orchestrator, "state"):
+        return {}
+    kept: dict[str, Any] = {}
+    for node in getattr(orchestrator.state, "completed_nodes", set()):
+        agent = node.executor
+        if isinstance(agent, Agent) and node not in orchestrator.state.interrupted_nodes:
+            kept[node.node_id] = {
+                "messages": agent.messages,
+                "state": agent.state.get(),
+                "model_state": agent._model_state,
+            }
+    return kept
 
 
 def _restore(orchestrator: Any, payload: dict[str, Any]) -> None:
@@ -71,10 +101,33 @@ def _restore(orchestrator: Any, payload: dict[str, Any]) -> None:
     interrupt_state = (payload.get("_internal_state") or {}).get("interrupt_state") or {}
     if payload.get("type") == "graph" and interrupt_state.get("activated") and not payload.get("next_nodes_to_execute"):
         payload["next_nodes_to_execute"] = list(payload.get("interrupted_nodes") or [])
+    agents: dict[str, Any] = payload.pop(_AGENTS, None) or {}
     orchestrator.deserialize_state(payload)
+    _mark_interrupted(orchestrator)
+    _restore_agents(orchestrator, agents)
     for node_id, inner in _nested_orchestrators(orchestrator):
         if node_id in nested:
             _restore(inner, nested[node_id])
+
+
+def _mark_interrupted(orchestrator: Any) -> None:
+    from strands.multiagent.base import Status
+
+    for node in getattr(getattr(orchestrator, "state", None), "interrupted_nodes", None) or ():
+        node.execution_status = Status.INTERRUPTED
+
+
+def _restore_agents(orchestrator: Any, agents: dict[str, Any]) -> None:
+    from strands.agent.state import AgentState
+
+    nodes = getattr(orchestrator, "nodes", None) or {}
+    for node_id, saved in agents.items():
+        agent = getattr(nodes.get(node_id), "executor", None)
+        if agent is None:
+            continue
+        agent.messages = saved["messages"]
+        agent.state = AgentState(saved["state"])
+        agent._model_state = saved.get("model_state") or {}
 
 
 def _nested_orchestrators(orchestrator: Any) -> list[tuple[str, Any]]:

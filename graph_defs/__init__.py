@@ -9,7 +9,12 @@
 Importing this package must stay light: the Slack ack path imports it, and importing
 strands takes seconds. So only the registry (which imports strands lazily) is loaded
 here; the graph modules are imported by ``load_graph_modules`` when a graph is needed.
+``review_after`` (which needs strands) is exported lazily, on first access.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from graph_defs.registry import (
     GraphDefinition,
@@ -23,6 +28,9 @@ from graph_defs.registry import (
     load_graph_modules,
 )
 
+if TYPE_CHECKING:
+    from graph_defs.review import review_after
+
 __all__ = [
     "GraphDefinition",
     "GraphDefinitionError",
@@ -33,4 +41,14 @@ __all__ = [
     "graph_def",
     "list_graphs",
     "load_graph_modules",
+    "review_after",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``review_after`` only when asked for: it imports strands, the ack path must not."""
+    if name == "review_after":
+        from graph_defs.review import review_after
+
+        return review_after
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -40,7 +40,7 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 _PACKAGE = "graph_defs"
 # The package's own machinery: not graph modules, so load_graph_modules skips them.
-_INFRASTRUCTURE_MODULES = frozenset({"registry", "scripted", "models"})
+_INFRASTRUCTURE_MODULES = frozenset({"registry", "scripted", "models", "review"})
 
 GraphFactory = Callable[[], "Graph"]
 F = TypeVar("F", bound=Callable[[], "Graph"])

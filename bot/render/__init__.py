@@ -29,6 +29,7 @@ from bot.render.messages import (
     usage_error,
 )
 from bot.render.modals import (
+    EDIT_CALLBACK_ID,
     REJECT_CALLBACK_ID,
     REPLY_BLOCK_ID,
     REPLY_CALLBACK_ID,
@@ -36,6 +37,7 @@ from bot.render.modals import (
     TEXT_BLOCK_ID,
     ModalTarget,
     callback_id_for,
+    edit_modal,
     encode_modal_metadata,
     modal_text,
     parse_modal_metadata,
@@ -48,6 +50,7 @@ __all__ = [
     "ACTION_ID_PREFIX",
     "DEFAULT_COMMAND",
     "DEFAULT_VERDICTS",
+    "EDIT_CALLBACK_ID",
     "REJECT_CALLBACK_ID",
     "REPLY_BLOCK_ID",
     "REPLY_CALLBACK_ID",
@@ -61,6 +64,7 @@ __all__ = [
     "callback_id_for",
     "card_block_id",
     "decided_card",
+    "edit_modal",
     "encode_action_value",
     "encode_modal_metadata",
     "escape",

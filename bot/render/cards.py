@@ -27,6 +27,7 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
+from bot.render.edits import edit_diff_blocks, tool_blocks
 from bot.render.mrkdwn import (
     FIELD_TEXT_LIMIT,
     HEADER_TEXT_LIMIT,
@@ -172,7 +173,9 @@ def decided_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Render
     blocks.append(ContextBlock(elements=[MarkdownTextObject(text=outcome)]))
     if decision is not None and decision.text:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=quote(decision.text, _DECISION_TEXT_LIMIT))))
-    if decision is not None and decision.edited_input is not None:
+    if decision is not None and decision.edited_input is not None and ask.tool is not None:
+        blocks += edit_diff_blocks(tool=ask.tool, edited=decision.edited_input)
+    elif decision is not None and decision.edited_input is not None:  # no proposed input to compare with
         edited = "*Edited input:*\n" + code_block(to_json(decision.edited_input), _DECISION_TEXT_LIMIT)
         blocks.append(SectionBlock(text=MarkdownTextObject(text=edited)))
     return build(text=f"{escape(readable_name(ask.name))}: {outcome}", blocks=blocks)
@@ -239,7 +242,8 @@ def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
     parts += [f"started by {mention(run.started_by)}", f"run {inline_code(run.run_id)}"]
     line = " · ".join(parts)
     context = ContextBlock(elements=[MarkdownTextObject(text=fit(line, _CONTEXT_LIMIT, total=len(line)))])
-    return [header, *reason_blocks(ask.reason), context]
+    tool = tool_blocks(ask.tool) if ask.tool is not None else []
+    return [header, *reason_blocks(ask.reason), *tool, context]
 
 
 def load_ids_json(value: object, *, keys: set[str], limit: int, what: str) -> dict[str, Any]:

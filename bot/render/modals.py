@@ -1,4 +1,4 @@
-"""The modals behind ``Reply`` and ``Reject``.
+"""The modals behind ``Reply``, ``Reject`` and ``Edit``.
 
 A modal submission arrives without the card it came from, so ``private_metadata``
 carries the ids and the card's location (channel, message ts): enough for the listener
@@ -24,11 +24,13 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.render.cards import load_ids_json, validate_id
-from bot.render.mrkdwn import cut
-from persistence.records import Verdict
+from bot.render.edits import json_schema_of
+from bot.render.mrkdwn import cut, short
+from persistence.records import ToolCall, Verdict
 
 REPLY_CALLBACK_ID = "ask:reply"
 REJECT_CALLBACK_ID = "ask:reject"
+EDIT_CALLBACK_ID = "ask:edit"
 TEXT_BLOCK_ID = "ask_text"
 TEXT_ACTION_ID = "ask_text_input"
 REPLY_BLOCK_ID = TEXT_BLOCK_ID  # the name the view listener uses for error messages
@@ -39,6 +41,7 @@ _CALLBACKS = {Verdict.REPLY: REPLY_CALLBACK_ID, Verdict.REJECT: REJECT_CALLBACK_
 _CHANNEL = re.compile(r"^[A-Za-z0-9]{1,64}$")
 _MESSAGE_TS = re.compile(r"^[0-9]{1,20}\.[0-9]{1,20}$")
 _HINT_LIMIT = 500
+_SCHEMA_HINT_FIELDS = 12
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,6 +127,62 @@ def reply_modal(
         private_metadata=metadata,
     )
     return view.to_dict()
+
+
+def edit_text(tool_input: dict[str, Any]) -> str:
+    """The tool input as the Edit modal shows it: pretty JSON, non-ASCII kept readable."""
+    return json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)
+
+
+def edit_modal(*, run_id: str, ask_key: str, channel: str, message_ts: str, tool: ToolCall) -> dict[str, Any]:
+    """The Edit modal, pre-filled with the proposed input, as a views.open dict.
+
+    Raises ValueError when the input's JSON is longer than the text input holds: a
+    pre-filled text that was cut would be approved as the cut version, so the caller
+    must refuse the edit instead (see :func:`edit_text` and :data:`TEXT_MAX_LENGTH`).
+    """
+    text = edit_text(tool.input)
+    if len(text) > TEXT_MAX_LENGTH:
+        raise ValueError(f"the input is {len(text)} characters as JSON; the modal holds {TEXT_MAX_LENGTH}")
+    metadata = encode_modal_metadata(
+        ModalTarget(run_id=run_id, ask_key=ask_key, channel=channel, message_ts=message_ts)
+    )
+    about = f"Edit the input of *{short(tool.name, 100)}*. Submitting approves the call with your input."
+    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=about))]
+    hint = _schema_hint(tool)
+    if hint:
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=cut(hint, _HINT_LIMIT))))
+    element = PlainTextInputElement(
+        action_id=TEXT_ACTION_ID, multiline=True, max_length=TEXT_MAX_LENGTH, initial_value=text
+    )
+    label = PlainTextObject(text="Tool input (a JSON object)")
+    blocks.append(InputBlock(block_id=TEXT_BLOCK_ID, label=label, element=element, optional=False))
+    view = View(
+        type="modal",
+        callback_id=EDIT_CALLBACK_ID,
+        title=PlainTextObject(text="Edit and approve"),
+        submit=PlainTextObject(text="Approve"),
+        close=PlainTextObject(text="Cancel"),
+        blocks=blocks,
+        private_metadata=metadata,
+    )
+    return view.to_dict()
+
+
+def _schema_hint(tool: ToolCall) -> str | None:
+    """The top-level fields the schema names, so nobody has to guess a key's spelling."""
+    schema = json_schema_of(tool)
+    properties = schema.get("properties") if schema else None
+    if not isinstance(properties, dict) or not properties:
+        return None
+    required = set(schema.get("required") or []) if schema else set()
+    parts = []
+    for name, spec in list(properties.items())[:_SCHEMA_HINT_FIELDS]:
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        kind_text = "/".join(map(str, kind)) if isinstance(kind, list) else str(kind or "any")
+        parts.append(f"{name} ({kind_text}{', required' if name in required else ''})")
+    more = len(properties) - _SCHEMA_HINT_FIELDS
+    return "Fields: " + "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def modal_text(view_state_values: dict[str, Any]) -> str | None:

@@ -150,3 +150,54 @@ def hitl() -> Graph:
     builder = GraphBuilder()
     builder.add_node(agent, "dba")
     return _bounded(builder)
+
+
+# -- tool-gate-test: a BeforeToolCallEvent gate, for Edit before approve -------------------------
+
+import json  # noqa: E402  (appended section: the imports above belong to other graphs)
+
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry  # noqa: E402
+
+
+@tool
+def set_replicas(service: str, replicas: int) -> str:
+    """Scale a service (the test's stand-in for a call worth editing before it runs).
+
+    Args:
+        service: The service to scale.
+        replicas: How many replicas it should run.
+    """
+    _mark("set_replicas " + json.dumps({"service": service, "replicas": replicas}, sort_keys=True))
+    return f"scaled {service} to {replicas}"
+
+
+class _ReplicaGate(HookProvider):
+    """Holds every ``set_replicas`` call for a human; the tool itself knows nothing of it."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.gate)
+
+    def gate(self, event: BeforeToolCallEvent) -> None:
+        if event.tool_use["name"] != "set_replicas":
+            return
+        reason = {"tool": "set_replicas", **dict(event.tool_use.get("input") or {})}
+        answer: dict[str, Any] = event.interrupt("approve_call", reason=reason)
+        if answer.get("decision") == "reject":
+            event.cancel_tool = f"rejected by {answer.get('user')}: {answer.get('text') or 'no reason'}"
+
+
+@graph_def("tool-gate-test", description="a BeforeToolCallEvent gate holds set_replicas for approval")
+def tool_gate_test() -> Graph:
+    def scale(messages: Messages) -> Step:
+        return call("set_replicas", service=graph_task(messages), replicas=3)
+
+    agent = Agent(
+        name="ops",
+        model=ScriptedModel([scale, lambda m: say(f"ops: {latest_tool_result_text(m)}")], id_prefix="tu_ops"),
+        tools=[set_replicas],
+        hooks=[_ReplicaGate()],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "ops")
+    return _bounded(builder)

@@ -1,0 +1,244 @@
+"""Edit before approve: the ``Edit`` button on a gated tool call, its modal and its submission.
+
+Click: the modal must open inside the ack path (a ``trigger_id`` lasts 3 s) and needs
+the proposed input, which is not in the button (values carry ids only), so this path
+reads the run once (more only when the click beat the save of the ask, see
+``_load_saved``). An ask that is no longer pending gets the usual "already decided by …"
+instead of a modal.
+
+Submit: the text is checked in the ack, so a mistake shows inline next to the input
+and the modal stays open: it must be JSON, a JSON object, and valid against the tool's
+input schema (read from the store, like everything but ids). After the ack the edit is
+decided and the run resumed, exactly as a Reply is. Bolt runs that lazy half even when
+the ack refused, so it checks again with the same function and does nothing for a
+refused submission. Whether the ask is still pending is left to ``engine.decide``: it is
+the one exactly-once check, and its refusal names who decided first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.listeners.outcomes import loser_text, tell_loser
+from bot.render.cards import action_id_for, parse_action_value
+from bot.render.edits import json_schema_of
+from bot.render.modals import (
+    EDIT_CALLBACK_ID,
+    TEXT_ACTION_ID,
+    TEXT_BLOCK_ID,
+    TEXT_MAX_LENGTH,
+    ModalTarget,
+    edit_modal,
+    edit_text,
+    parse_modal_metadata,
+)
+from bot.services import Services
+from engine import DecideResult
+from persistence.records import Ask, AskStatus, Decision, Run, ToolCall, Verdict
+
+logger = logging.getLogger(__name__)
+
+EDIT_ACTION_ID = action_id_for(Verdict.EDIT)  # "ask:edit"
+MAX_ERROR_CHARS = 300  # an inline error is a line under the input, not a report
+UNSAVED_ASK_WAIT = 2.0  # seconds; the trigger_id of the click expires 3 s after it
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditSubmission:
+    target: ModalTarget
+    edited_input: dict[str, Any]
+
+
+def check_edited_input(text: str | None, *, tool: ToolCall) -> dict[str, Any] | str:
+    """The edited input as the tool will get it, or the problem to show under the text input."""
+    if text is None or not text.strip():
+        return "Write the tool input as a JSON object, e.g. {}."
+    if len(text) > TEXT_MAX_LENGTH:
+        return f"The input is too long ({len(text)} characters, at most {TEXT_MAX_LENGTH})."
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
+        return f"This is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+    except (ValueError, RecursionError) as error:
+        return _short(f"This is not valid JSON: {error}.")
+    if not isinstance(value, dict):
+        return f"The input must be a JSON object ({{...}}), not {_json_kind(value)}."
+    problem = _schema_problem(value, tool=tool)
+    return value if problem is None else problem
+
+
+def read_edit(view: dict[str, Any], run: Run | None) -> EditSubmission | str:
+    """The submission of an Edit modal, given the run as stored, or the problem to show inline."""
+    try:
+        target = parse_modal_metadata(str(view.get("private_metadata", "")))
+    except ValueError:
+        return "This form is out of date; close it and click the card again."
+    ask = run.asks.get(target.ask_key) if run is not None and run.run_id == target.run_id else None
+    if ask is None or ask.tool is None or Verdict.EDIT not in ask.verdicts:
+        return "This card can no longer be edited; close this form."
+    checked = check_edited_input(_typed_text(view), tool=ask.tool)
+    if isinstance(checked, str):
+        return checked
+    return EditSubmission(target=target, edited_input=checked)
+
+
+def register(app: AsyncApp, *, services: Services) -> None:
+    async def load(run_id: str) -> Run | None:
+        return await asyncio.to_thread(services.store.load, run_id)
+
+    async def open_modal(
+        ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient, respond: AsyncRespond
+    ) -> None:
+        await ack()
+        container = body.get("container") or {}
+        channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id") or "")
+        try:
+            run_id, ask_key = parse_action_value(str(action.get("value", "")))
+        except ValueError:
+            await _say(respond, "This button is malformed; nothing was decided.")
+            return
+        run = await _load_saved(load, run_id=run_id, ask_key=ask_key)
+        ask = run.asks.get(ask_key) if run is not None else None
+        if ask is None or ask.status is not AskStatus.PENDING:
+            await tell_loser(DecideResult(accepted=False, run=run, ask=ask), respond=respond)
+            return
+        problem = _not_editable(ask)
+        if problem is not None:
+            await _say(respond, problem)
+            return
+        assert ask.tool is not None  # _not_editable checked it
+        try:
+            view = edit_modal(
+                run_id=run_id,
+                ask_key=ask_key,
+                channel=channel,
+                message_ts=str(container.get("message_ts") or ""),
+                tool=ask.tool,
+            )
+        except ValueError:  # the card's location did not validate (the size was checked above)
+            await _say(respond, "This button is malformed; nothing was decided.")
+            return
+        await client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    async def acknowledge(ack: AsyncAck, view: dict[str, Any]) -> None:
+        run = await _load_for(view, load)
+        submission = read_edit(view, run)
+        if isinstance(submission, str):
+            await ack(response_action="errors", errors={TEXT_BLOCK_ID: submission})
+        else:
+            await ack()
+
+    async def decide(body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient) -> None:
+        submission = read_edit(view, await _load_for(view, load))
+        if isinstance(submission, str):
+            return  # refused in the ack
+        target, user = submission.target, body["user"]["id"]
+        decision = Decision(verdict=Verdict.EDIT, user=user, at=time.time(), edited_input=submission.edited_input)
+        result = await services.engine.decide(run_id=target.run_id, ask_key=target.ask_key, decision=decision)
+        if not result.accepted:
+            await client.chat_postEphemeral(channel=target.channel, user=user, text=loser_text(result))
+            return
+        await services.engine.resume(target.run_id, known=result.run)
+
+    app.action(EDIT_ACTION_ID)(open_modal)
+    app.view(EDIT_CALLBACK_ID)(ack=acknowledge, lazy=[decide])
+
+
+async def _load_saved(load: Callable[[str], Awaitable[Run | None]], *, run_id: str, ask_key: str) -> Run | None:
+    """The run, read once; more often only when the click beat the save of its card's ask.
+
+    Cards are posted just before the save that records their asks, so a quick click can
+    find the run still leased by the pass that raised the ask. Like ``engine.decide``, wait
+    for that save while the lease is live, but only as long as the ``trigger_id`` allows.
+    """
+    deadline = time.monotonic() + UNSAVED_ASK_WAIT
+    while True:
+        run = await load(run_id)
+        if run is None or ask_key in run.asks or not run.status.leased:
+            return run
+        if (run.lease_until or 0.0) <= time.time() or time.monotonic() >= deadline:
+            return run
+        await asyncio.sleep(0.2)
+
+
+def _not_editable(ask: Ask) -> str | None:
+    if ask.tool is None or Verdict.EDIT not in ask.verdicts:
+        return "This card has no tool input to edit; nothing was decided."
+    size = len(edit_text(ask.tool.input))
+    if size > TEXT_MAX_LENGTH:
+        return (
+            f"This tool input is too long to edit in Slack ({size} characters as JSON, at most "
+            f"{TEXT_MAX_LENGTH}), and a cut copy would change it. Approve, reject or reply instead."
+        )
+    return None
+
+
+async def _load_for(view: dict[str, Any], load: Callable[[str], Awaitable[Run | None]]) -> Run | None:
+    """The run a modal is about, or None when its metadata is unreadable (nothing to read)."""
+    try:
+        target = parse_modal_metadata(str(view.get("private_metadata", "")))
+    except ValueError:
+        return None
+    return await load(target.run_id)
+
+
+async def _say(respond: AsyncRespond, text: str) -> None:
+    await respond(text=text, response_type="ephemeral", replace_original=False)
+
+
+def _typed_text(view: dict[str, Any]) -> str | None:
+    """The raw text of the input; unlike ``modal_text`` it is not stripped (JSON does not care,
+    and the length check must see what was sent)."""
+    block = (view.get("state") or {}).get("values", {}).get(TEXT_BLOCK_ID)
+    action = block.get(TEXT_ACTION_ID) if isinstance(block, dict) else None
+    value = action.get("value") if isinstance(action, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _schema_problem(value: dict[str, Any], *, tool: ToolCall) -> str | None:
+    schema = json_schema_of(tool)
+    if schema is None:
+        return None
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(value))
+    except Exception:
+        # The schema is the graph's, not the person's: a broken one must not make the
+        # tool uneditable. The JSON-object check above still holds; the tool sees the input.
+        logger.warning("tool %s: its input schema could not be used; edit accepted unchecked", tool.name[:80])
+        return None
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return _short(f"Does not match the tool's schema{f' at {where}' if where else ''}: {error.message}")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
