@@ -32,7 +32,7 @@ from bot.settings import Settings
 CHANNEL = "C0DEMO"
 USERS = {"U0ALICE": "alice", "U0BOB": "bob", "U0CAROL": "carol"}
 HELP = """Type a slash command, e.g.  /graph run deploy billing 1.2.3   (/graph list, /graph help)
-Answer card N:  approve N | reject N [reason] | reply N <text> | trust N
+Answer card N:  approve N | reject N [reason] | reply N <text> | trust N | retry N | edit N {json}
 Others:  as bob   (act as another user)   cards   help   quit"""
 
 SCRIPT = [
@@ -120,8 +120,11 @@ class DemoSession:
             for number, (channel, ts) in enumerate(self.cards, 1):
                 message = self.slack.message(channel, ts) or {}
                 self.out(f"  card {number}: {' '.join(buttons_of(message)) or '(answered)'}")
-        elif verb in ("approve", "reject", "reply", "trust") and len(words) >= 2 and words[1].isdigit():
-            await self.answer(int(words[1]), verb, " ".join(words[2:]) or None)
+        elif (
+            verb in ("approve", "reject", "reply", "trust", "retry", "edit") and len(words) >= 2 and words[1].isdigit()
+        ):
+            rest = line.split(None, 2)[2] if len(line.split(None, 2)) > 2 else None  # keep JSON as typed
+            await self.answer(int(words[1]), verb, rest)
         else:
             self.out(f"  I don't know {line!r}. " + HELP)
         return True
@@ -138,7 +141,7 @@ class DemoSession:
             return
         before = len(self.slack.open_views(self.acting))
         await self.user.click(message=message, label=label, user_id=self.acting, channel_id=channel)
-        if verb not in ("reply", "reject"):
+        if verb not in ("reply", "reject", "edit"):
             return
         view = await self.slack.wait_for(
             lambda: (
@@ -147,8 +150,14 @@ class DemoSession:
             timeout=10,
             what="the modal to open",
         )
+        if verb == "edit" and text is None:
+            self.out("  type the new input as JSON: edit N {...}; the current input is on the card")
+            text = "{}"
         values = {TEXT_BLOCK_ID: {TEXT_ACTION_ID: text or ""}}
-        await self.user.submit_view(view=view, values=values, user_id=self.acting)
+        response = await self.user.submit_view(view=view, values=values, user_id=self.acting)
+        errors = response.body.get("errors") if isinstance(response.body, dict) else None
+        if errors:
+            self.out("  the form refused it: " + "; ".join(str(e) for e in errors.values()))
 
 
 async def run_demo(*, scripted: bool) -> int:
