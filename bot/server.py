@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1024 * 1024  # Slack payloads are a few KB; refuse anything absurd early
 SERVICES_KEY = web.AppKey("services", Services)
+SWEEPER_KEY = web.AppKey("sweeper", asyncio.Task[None])
 DRAIN_SECONDS = 25.0  # under the usual 30 s grace period of ECS and Kubernetes
 
 
@@ -63,18 +64,25 @@ def build_web_app(*, services: Services, app: AsyncApp, sweep_seconds: float = 6
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"ok": True, "graphs_loaded": services.graphs.loaded})
 
-    async def lifecycle(_: web.Application) -> AsyncIterator[None]:
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await asyncio.to_thread(services.graphs.load)
-        sweeper = asyncio.create_task(sweep_forever(services, every=sweep_seconds))
+        app[SWEEPER_KEY] = asyncio.create_task(sweep_forever(services, every=sweep_seconds))
         yield
-        sweeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sweeper
+        await stop_sweeping(app)
 
     web_app.router.add_post("/slack/events", events)
     web_app.router.add_get("/healthz", health)
     web_app.cleanup_ctx.append(lifecycle)
     return web_app
+
+
+async def stop_sweeping(app: web.Application) -> None:
+    """No new passes from the sweeper; called before draining, and again at clean-up."""
+    sweeper = app.get(SWEEPER_KEY)
+    if sweeper is not None and not sweeper.done():
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
 
 
 async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: float = 60.0) -> None:
@@ -93,6 +101,7 @@ async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: floa
     try:
         await stop.wait()
         await site.stop()  # no new requests; finish what is running
+        await stop_sweeping(web_app)
         await drain(services, timeout=DRAIN_SECONDS)
     finally:
         await runner.cleanup()

@@ -42,6 +42,7 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
         await handler.connect_async()  # type: ignore[no-untyped-call]
         await stop.wait()
         await handler.disconnect_async()  # type: ignore[no-untyped-call]  # no new work; finish what runs
+        sweeper.cancel()
         await drain(services, timeout=DRAIN_SECONDS)
     finally:
         sweeper.cancel()

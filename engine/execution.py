@@ -7,13 +7,14 @@ lazily: the Slack ack path imports ``engine`` but must never pay for ``strands``
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from engine.prepare import prepare
+from engine.prepare import STALE_ANSWERS, agents_under, edited_input, prepare
 from engine.snapshot import dump_state, restore_state
 from engine.sources import gated_tool_use_id, verdicts_for
 from persistence.records import ToolCall, Verdict
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
 logger = logging.getLogger(__name__)
+
+MAX_TOOL_INPUT_CHARS = 3000  # what a Slack modal's text input holds: the most an Edit can show
+MAX_TOOL_SCHEMA_CHARS = 8000
 
 
 class StepStatus(StrEnum):
@@ -71,7 +75,7 @@ async def run_pass(
     task: str | None,
     snapshot: bytes | None,
     responses: Sequence[tuple[str, Any]] = (),
-    invocation_state: dict[str, Any] | None = None,
+    stale: Sequence[str] = (),
 ) -> Step:
     """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``.
 
@@ -90,7 +94,7 @@ async def run_pass(
             graph_input: Any = response_entries(responses)
         else:
             graph_input = task or ""
-        async for event in graph.stream_async(graph_input, dict(invocation_state or {})):
+        async for event in graph.stream_async(graph_input, {STALE_ANSWERS: list(stale)}):
             kind = event.get("type")
             if kind == "multiagent_node_interrupt":
                 raised.extend(_raised(graph, event["node_id"], event["interrupts"]))
@@ -117,41 +121,48 @@ async def run_pass(
 
 
 def _raised(graph: Graph, node_id: str, interrupts: Sequence[Any]) -> list[Raised]:
-    return [
-        Raised(
-            interrupt_id=i.id,
-            name=i.name,
-            reason=i.reason,
-            node_id=node_id,
-            verdicts=verdicts_for(graph=graph, node_id=node_id, name=i.name, interrupt_id=i.id),
-            tool=_gated_call(graph, node_id, i.id),
+    raised = []
+    for i in interrupts:
+        tool = _gated_call(graph, node_id, i.id)
+        verdicts = verdicts_for(graph=graph, node_id=node_id, name=i.name, interrupt_id=i.id)
+        if tool is None:  # nothing to show or edit (e.g. too large): no Edit button
+            verdicts = tuple(v for v in verdicts if v is not Verdict.EDIT)
+        raised.append(
+            Raised(interrupt_id=i.id, name=i.name, reason=i.reason, node_id=node_id, verdicts=verdicts, tool=tool)
         )
-        for i in interrupts
-    ]
+    return raised
 
 
 def _gated_call(graph: Graph, node_id: str, interrupt_id: str) -> ToolCall | None:
     """The tool call a BeforeToolCallEvent ask is about: its name, input and schema.
 
-    Read from the interrupted agent right after the pass, while its conversation
-    (holding the pending tool use) is at hand.
+    Read from the interrupted agent (inside a nested graph or swarm too) right after the
+    pass, while its conversation holding the pending tool use is at hand. The input
+    shown is the one that will run: an earlier Edit's, if there was one. Calls too big
+    to show and edit in a Slack modal get no ToolCall, which keeps the record small.
     """
     tool_use_id = gated_tool_use_id(interrupt_id)
-    agent = getattr(graph.nodes.get(node_id), "executor", None)
-    if tool_use_id is None or agent is None:
+    node = graph.nodes.get(node_id)
+    if tool_use_id is None or node is None:
         return None
-    for message in reversed(getattr(agent, "messages", None) or []):
-        for block in message.get("content", []):
-            use = block.get("toolUse")
-            if use and use.get("toolUseId") == tool_use_id:
-                tool = getattr(agent, "tool_registry", None)
-                spec = tool.registry.get(use["name"]) if tool is not None else None
-                schema = (spec.tool_spec.get("inputSchema") or {}).get("json") if spec is not None else None
-                given = use.get("input")
-                return ToolCall(
-                    name=use["name"], input=dict(given) if isinstance(given, dict) else {}, input_schema=schema
-                )
+    for agent in agents_under(node.executor):
+        for message in reversed(getattr(agent, "messages", None) or []):
+            for block in message.get("content", []):
+                use = block.get("toolUse")
+                if use and use.get("toolUseId") == tool_use_id:
+                    return _bounded_call(agent, use)
     return None
+
+
+def _bounded_call(agent: Any, use: dict[str, Any]) -> ToolCall | None:
+    given = edited_input(agent, str(use["toolUseId"])) or use.get("input")
+    spec = agent.tool_registry.registry.get(use["name"])
+    schema = (spec.tool_spec.get("inputSchema") or {}).get("json") if spec is not None else None
+    if not isinstance(given, dict) or len(json.dumps(given, default=str)) > MAX_TOOL_INPUT_CHARS:
+        return None
+    if schema is not None and len(json.dumps(schema, default=str)) > MAX_TOOL_SCHEMA_CHARS:
+        return None
+    return ToolCall(name=use["name"], input=given, input_schema=schema)
 
 
 async def _dump(graph: Graph) -> bytes:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import os
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, ParamSpec, TypeVar
 
@@ -31,9 +32,17 @@ from engine.execution import Step, StepStatus, run_pass
 from engine.lease import heartbeat, new_token
 from engine.notify import Notifier
 from engine.ports import GraphSource, Publisher
-from engine.settle import merge_concurrent_decisions, obsoleted, settle
+from engine.settle import merge_concurrent_decisions, obsoleted, settle, stale_answers
 from engine.sources import response_for
-from persistence.base import AskNotFound, AskNotPending, RunNotFound, RunStore, StoreError, VersionConflict
+from persistence.base import (
+    AskNotFound,
+    AskNotPending,
+    RunNotFound,
+    RunStore,
+    StoreError,
+    VerdictNotOffered,
+    VersionConflict,
+)
 from persistence.records import Ask, AskStatus, Decision, Run, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -90,7 +99,7 @@ class RunEngine:
         self._clock = clock
         self._new_id = new_id
         self.unsaved_ask_wait = 10.0
-        self._passes = 0
+        self._working = 0
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
@@ -126,9 +135,13 @@ class RunEngine:
 
     async def decide(self, *, run_id: str, ask_key: str, decision: Decision) -> DecideResult:
         """Record a decision if the ask is still open, and replace its card."""
+        with self._work():
+            return await self._decide(run_id=run_id, ask_key=ask_key, decision=decision)
+
+    async def _decide(self, *, run_id: str, ask_key: str, decision: Decision) -> DecideResult:
         try:
             run = await self._io(self._store.decide, run_id, ask_key, decision, now=self._clock())
-        except AskNotPending as lost:
+        except (AskNotPending, VerdictNotOffered) as lost:
             return DecideResult(accepted=False, run=lost.run, ask=lost.run.asks[ask_key])
         except RunNotFound:
             return DecideResult(accepted=False, run=None, ask=None)
@@ -148,7 +161,7 @@ class RunEngine:
         """
         deadline = self._clock() + self.unsaved_ask_wait
         while True:
-            run = await self._io(self._store.load, run_id)
+            run = await self._io(self._store.load, run_id, snapshot=False)
             if run is not None and ask_key in run.asks:
                 return await self.decide(run_id=run_id, ask_key=ask_key, decision=decision)
             live = run is not None and run.status.leased and (run.lease_until or 0.0) > self._clock()
@@ -185,7 +198,8 @@ class RunEngine:
                 continue
             claimed = run.evolve(version=version, status=status, lease_owner=token, lease_until=lease_until)
             if run.status is RunStatus.WAITING and not run.decided_asks():
-                run = await self._repost_cards(claimed)
+                with self._work():
+                    run = await self._repost_cards(claimed)
             else:
                 run = await self._advance(claimed)
         logger.warning("run %s: still has work after %d rounds; the sweeper will go on", run_id, MAX_ROUNDS)
@@ -215,16 +229,21 @@ class RunEngine:
 
     @property
     def busy(self) -> bool:
-        """Whether a graph pass is running here; a shutdown waits for it to be saved."""
-        return self._passes > 0
+        """Whether a decision or a pass is under way here; a shutdown waits for it to be saved."""
+        return self._working > 0
+
+    @contextlib.contextmanager
+    def _work(self) -> Iterator[None]:
+        self._working += 1
+        try:
+            yield
+        finally:
+            self._working -= 1
 
     async def _advance(self, run: Run) -> Run:
         """Run one pass for a run this process holds, then save and publish the outcome."""
-        self._passes += 1
-        try:
+        with self._work():
             return await self._advance_held(run)
-        finally:
-            self._passes -= 1
 
     async def _advance_held(self, run: Run) -> Run:
         decided = run.decided_asks()
@@ -233,16 +252,16 @@ class RunEngine:
         async with heartbeat(
             store=self._store, run_id=run.run_id, token=run.lease_owner, lease_seconds=self._lease, clock=self._clock
         ):
-            step = await self._pass(run, responses)
+            step = await self._pass(run, responses, stale=stale_answers(run))
         return await self._finish_pass(run, step, sent=[a.key for a in decided])
 
-    async def _pass(self, run: Run, responses: list[tuple[str, Any]]) -> Step:
+    async def _pass(self, run: Run, responses: list[tuple[str, Any]], *, stale: list[str]) -> Step:
         try:
             graph = self._graphs.build(run.graph)
         except Exception as error:  # the definition itself is broken or gone
             logger.warning("run %s: cannot build graph %s", run.run_id, run.graph, exc_info=True)
             return Step(status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}")
-        return await run_pass(graph=graph, task=run.task, snapshot=run.snapshot, responses=responses)
+        return await run_pass(graph=graph, task=run.task, snapshot=run.snapshot, responses=responses, stale=stale)
 
     async def _repost_cards(self, claimed: Run) -> Run:
         """Post the cards whose first posting failed; nothing else about the run changes."""
@@ -267,11 +286,11 @@ class RunEngine:
             updated_at=self._clock(),
         )
         saved, landed = await self._save(claimed, outcome.run, fallback=failed)
+        for ask in outcome.new_asks:
+            if ask.card is not None and ask.key not in saved.asks:
+                # The pass was taken over or could not be saved: the cards it posted are void.
+                await self._notify.ask_changed(saved, replace(ask, status=AskStatus.OBSOLETE))
         if not landed:
-            # Another process took the run over: what this pass posted is void.
-            for ask in outcome.new_asks:
-                if ask.card is not None:
-                    await self._notify.ask_changed(saved, replace(ask, status=AskStatus.OBSOLETE))
             return saved
         for ask in obsoleted(claimed, saved):
             await self._notify.ask_changed(saved, ask)

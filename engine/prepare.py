@@ -2,9 +2,12 @@
 don't have to know Strands 1.62's gaps:
 
 * **Edits.** An Edit on a ``BeforeToolCallEvent`` gate answers the gate with
-  ``"approve"`` plus ``"edited_input"``. A hook added after the graph's own hooks
-  replaces the tool's input with the edited one, so a gate written for approve/reject
-  needs no change to support editing.
+  ``"approve"`` plus ``"edited_input"``. A hook that runs before every other hook
+  replaces the tool's input with the edited one, so every gate, HumanInTheLoop and its
+  classifier judge the call that will actually run, and a gate written for
+  approve/reject needs no change. Approvals given to the same call before the edit
+  were given to other input: the engine names them (``STALE_ANSWERS`` in the
+  invocation state, once) and the hook forgets them, so those gates ask again.
 * **HumanInTheLoop's classifier memory.** With a risk classifier, HumanInTheLoop
   remembers in process memory which tool calls it already put to a human. A fresh
   process forgets, asks the classifier again, and if the classifier now says "safe",
@@ -13,7 +16,8 @@ don't have to know Strands 1.62's gaps:
 * **Parallel BeforeToolsEvent asks.** Strands derives their interrupt id from the name
   alone, so two parallel nodes asking with the same name share one id and one answer
   approves both. The id gets scoped to the agent and its batch of tool uses (stable
-  across a resume: the same assistant message is replayed).
+  across a resume: the same assistant message is replayed). A run saved with the old
+  id keeps it. The patch is process-wide: it applies to any Strands code in the bot.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from engine.sources import TOOL_GATE_ID_PREFIX
+from engine.sources import HITL_INTERRUPT_NAME, TOOL_GATE_ID_PREFIX
 
 if TYPE_CHECKING:
     from strands.agent import Agent
@@ -32,41 +36,56 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _PATCHED = False
+STALE_ANSWERS = "approval_bot_stale_answers"  # invocation-state key: interrupt ids to forget
 
 
 def prepare(graph: Graph) -> None:
     """Adjust a graph (and graphs nested in it) right after it was built."""
     _scope_before_tools_ids()
-    for agent in _agents(graph):
+    for agent in agents_under(graph):
         _apply_edits_on(agent)
         _keep_hitl_asking(agent)
 
 
-def _agents(graph: Any) -> list[Agent]:
+def agents_under(executor: Any) -> list[Agent]:
+    """The agents an executor runs: itself, or the agents of a graph or swarm, nested or not."""
     from strands.agent import Agent
 
+    if isinstance(executor, Agent):
+        return [executor]
     found: list[Agent] = []
-    for node in getattr(graph, "nodes", {}).values():
-        executor = getattr(node, "executor", None)
-        if isinstance(executor, Agent):
-            found.append(executor)
-        elif executor is not None:
-            found.extend(_agents(executor))  # a nested Graph or Swarm
+    for node in (getattr(executor, "nodes", None) or {}).values():
+        found.extend(agents_under(getattr(node, "executor", None)))
     return found
+
+
+def edited_input(agent: Any, tool_use_id: str) -> dict[str, Any] | None:
+    """The input a person edited this tool call to, if any (from the agent's interrupts)."""
+    prefix = f"{TOOL_GATE_ID_PREFIX}{tool_use_id}:"
+    for interrupt_id, interrupt in agent._interrupt_state.interrupts.items():
+        response = interrupt.response
+        if interrupt_id.startswith(prefix) and isinstance(response, dict) and "edited_input" in response:
+            edited: dict[str, Any] = response["edited_input"]
+            return edited
+    return None
 
 
 def _apply_edits_on(agent: Agent) -> None:
     from strands.hooks import BeforeToolCallEvent
+    from strands.hooks.registry import HookOrder
 
     def apply_edit(event: BeforeToolCallEvent) -> None:
+        stale = set(event.invocation_state.get(STALE_ANSWERS) or ())
         prefix = f"{TOOL_GATE_ID_PREFIX}{event.tool_use['toolUseId']}:"
-        for interrupt_id, interrupt in event.agent._interrupt_state.interrupts.items():
-            response = interrupt.response
-            if interrupt_id.startswith(prefix) and isinstance(response, dict) and "edited_input" in response:
-                event.tool_use = {**event.tool_use, "input": response["edited_input"]}
+        interrupts = event.agent._interrupt_state.interrupts
+        for interrupt_id in [i for i in interrupts if i in stale and i.startswith(prefix)]:
+            del interrupts[interrupt_id]  # answered before the edit: asked again, about the edited call
+        edited = edited_input(event.agent, str(event.tool_use["toolUseId"]))
+        if edited is not None:
+            event.tool_use = {**event.tool_use, "input": edited}
 
-    # Registered after the graph's own hooks, so it runs after the gate that asked.
-    agent.hooks.add_callback(BeforeToolCallEvent, apply_edit)
+    # First of all hooks: every gate and intervention judges the input that will run.
+    agent.hooks.add_callback(BeforeToolCallEvent, apply_edit, order=HookOrder.SDK_FIRST)
 
 
 def _keep_hitl_asking(agent: Agent) -> None:
@@ -80,13 +99,16 @@ def _keep_hitl_asking(agent: Agent) -> None:
         decide = handler._requires_approval
 
         async def durable(event: BeforeToolCallEvent, _decide: Any = decide) -> ClassifierResult:
-            prefix = f"{TOOL_GATE_ID_PREFIX}{event.tool_use['toolUseId']}:"
-            if any(i.startswith(prefix) for i in event.agent._interrupt_state.interrupts):
+            asked = f"{TOOL_GATE_ID_PREFIX}{event.tool_use['toolUseId']}:{_HITL_NAME_ID}"
+            if asked in event.agent._interrupt_state.interrupts:
                 return ClassifierResult(requires_human_in_the_loop=True, reason="already put to a human")
             result: ClassifierResult = await _decide(event)
             return result
 
         handler._requires_approval = durable  # type: ignore[method-assign]
+
+
+_HITL_NAME_ID = uuid.uuid5(uuid.NAMESPACE_OID, HITL_INTERRUPT_NAME)
 
 
 def _scope_before_tools_ids() -> None:
@@ -96,6 +118,9 @@ def _scope_before_tools_ids() -> None:
     from strands.hooks import BeforeToolsEvent
 
     def scoped_id(self: BeforeToolsEvent, name: str) -> str:
+        legacy = f"v1:before_tools:{uuid.uuid5(uuid.NAMESPACE_OID, name)}"
+        if legacy in getattr(getattr(self.agent, "_interrupt_state", None), "interrupts", {}):
+            return legacy  # saved before this patch: keep its answer
         uses = sorted(
             str(block["toolUse"]["toolUseId"]) for block in self.message.get("content", []) if "toolUse" in block
         )

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.execution import Step, StepStatus
-from persistence.records import Ask, AskStatus, MessageRef, Run, RunStatus
+from engine.sources import gated_tool_use_id
+from persistence.records import Ask, AskStatus, MessageRef, Run, RunStatus, Verdict
 
 # The run record must stay far below DynamoDB's 400 KB item limit whatever the graph says.
 # Slack shows about 10,000 characters of a message anyway; the full state is in the snapshot.
@@ -140,10 +141,31 @@ def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
     """Keep the record bounded in long and cyclic runs: answered asks only matter to
     their cards, which already show the answer."""
     finished = [a for a in asks.values() if a.status in (AskStatus.CONSUMED, AskStatus.OBSOLETE)]
+    # A finished ask's card already shows its tool call; the record need not keep it.
+    asks = {k: replace(a, tool=None) if a in finished and a.tool is not None else a for k, a in asks.items()}
     if len(finished) <= KEEP_FINISHED_ASKS:
         return asks
     drop = {a.key for a in sorted(finished, key=lambda a: a.created_at)[: len(finished) - KEEP_FINISHED_ASKS]}
     return {k: a for k, a in asks.items() if k not in drop}
+
+
+def stale_answers(run: Run) -> list[str]:
+    """Interrupt ids answered before an Edit of the same tool call that is being sent now.
+
+    Those answers judged the call as it was; the engine has them forgotten once (see
+    ``engine.prepare``), so their gates ask again about the edited call.
+    """
+    stale: list[str] = []
+    for edit in run.decided_asks():
+        decision = edit.decision
+        tool_use_id = gated_tool_use_id(edit.interrupt_id)
+        if decision is None or decision.verdict is not Verdict.EDIT or tool_use_id is None:
+            continue
+        for other in run.asks.values():
+            earlier = other.decision is not None and other.decision.at <= decision.at
+            if other.key != edit.key and earlier and gated_tool_use_id(other.interrupt_id) == tool_use_id:
+                stale.append(other.interrupt_id)
+    return stale
 
 
 def merge_concurrent_decisions(*, claimed: Run, mine: Run, fresh: Run) -> Run:

@@ -48,10 +48,14 @@ def gated_tool_use_id(interrupt_id: str) -> str | None:
 def _trust_enabled(*, graph: Graph, node_id: str) -> bool:
     from strands.vended_interventions.hitl import HumanInTheLoop
 
+    from engine.prepare import agents_under
+
     node = graph.nodes.get(node_id)
-    registry = getattr(getattr(node, "executor", None), "_intervention_registry", None)
-    handlers = getattr(registry, "handlers", None) or []
-    return any(isinstance(h, HumanInTheLoop) and getattr(h, "_enable_trust", False) for h in handlers)
+    for agent in agents_under(getattr(node, "executor", None)):  # nested graphs and swarms too
+        handlers = getattr(getattr(agent, "_intervention_registry", None), "handlers", None) or []
+        if any(isinstance(h, HumanInTheLoop) and getattr(h, "_enable_trust", False) for h in handlers):
+            return True
+    return False
 
 
 def response_for(ask: Ask, decision: Decision) -> Any:

@@ -11,7 +11,11 @@ that would add it), so the review is a tool wrapper with the wrapped tool's name
    hence a new card. Every resume replays the stored result: the wrapped tool never
    runs again, except on Retry (attempt n+1, asked again).
 3. Approve gives the agent the result exactly, Reject an error result naming who and
-   why, Reply the result plus the reviewer's words. Settled, the stored result goes.
+   why, Reply the result plus the reviewer's words. Settled, the stored result goes and
+   only ``{"settled": n}`` stays, so a run of the same tool use after that (Strands
+   re-running it, e.g. an ``AfterToolCallEvent`` hook setting ``retry``) is attempt
+   n+1 with its own ask. Asking ``review:<tool>:1`` again would find the earlier answer
+   still in the interrupt state and hand over a result nobody reviewed.
 
 A raised exception becomes the error result Strands would have given; only its type
 name and message are stored, so after a resume the result carries a
@@ -39,7 +43,8 @@ from engine.sources import REVIEW_INTERRUPT_PREFIX
 __all__ = ["REVIEW_STATE_PREFIX", "ReplayedToolError", "ReviewedTool", "review_after"]
 
 REVIEW_STATE_PREFIX = "review_after:"
-"""Agent-state key prefix of a stored, not yet settled result; the toolUseId follows."""
+"""Agent-state key prefix, the toolUseId follows: a result awaiting review, or once settled
+only ``{"settled": <last attempt>}``."""
 
 RESULT_PREVIEW_CHARS = 2500
 """How much of a result the card shows: a Slack section holds 3000 characters."""
@@ -96,6 +101,13 @@ class _Attempt:
         return ReplayedToolError(type_name=self.error_type, message=self.error_message or "")
 
 
+def _settled_attempts(data: Any) -> int:
+    """How many attempts of this tool use were run and settled already: 0 unless ``data`` is a marker."""
+    if isinstance(data, dict) and isinstance(data.get("settled"), int) and not isinstance(data["settled"], bool):
+        return max(int(data["settled"]), 0)
+    return 0
+
+
 @dataclass(frozen=True)
 class _Answer:
     decision: str  # approve | reject | reply | retry
@@ -139,7 +151,7 @@ def result_preview(result: ToolResult, *, limit: int = RESULT_PREVIEW_CHARS) -> 
 
 
 class ReviewedTool(AgentTool):
-    """An ``AgentTool`` that runs ``wrapped`` once per tool use and asks a person about the result.
+    """An ``AgentTool`` that runs ``wrapped`` once per attempt and asks a person about each result.
 
     Use ``review_after`` to make one. It keeps the wrapped tool's spec, so the model sees
     the same tool; only what happens around the call changes.
@@ -185,8 +197,12 @@ class ReviewedTool(AgentTool):
             cancel_signal=getattr(agent, "cancel_signal", None) or threading.Event(),
         )
         key = f"{REVIEW_STATE_PREFIX}{tool_use['toolUseId']}"
-        attempt = _Attempt.from_state(agent.state.get(key))
-        run_number = 1 if attempt is None else None  # which attempt to run now, if any
+        stored = agent.state.get(key)
+        attempt = _Attempt.from_state(stored)
+        # Which attempt to run now, if any: none while a result awaits its answer; after a
+        # settled review (Strands runs the same tool use again) the next number, so a new
+        # interrupt id: the old one still holds the earlier answer and would pass this run.
+        run_number = None if attempt is not None else _settled_attempts(stored) + 1
         while True:
             if run_number is not None:
                 attempt = None
@@ -213,7 +229,8 @@ class ReviewedTool(AgentTool):
             if answer.decision == "retry":
                 run_number = attempt.number + 1
                 continue
-            agent.state.delete(key)
+            # The result goes; a marker stays so a further run of this tool use is numbered on.
+            agent.state.set(key, {"settled": attempt.number})
             yield self._settled(tool_use, attempt, answer)
             return
 

@@ -14,6 +14,7 @@ from persistence.base import (
     RunNotFound,
     RunStore,
     StoreError,
+    VerdictNotOffered,
     VersionConflict,
 )
 from persistence.records import (
@@ -42,6 +43,7 @@ __all__ = [
     "SqliteRunStore",
     "StoreError",
     "Verdict",
+    "VerdictNotOffered",
     "VersionConflict",
     "create_table",
     "open_store",

@@ -15,6 +15,7 @@ come back exactly as they went in.
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from decimal import Decimal
 from typing import Any, cast
 
@@ -30,6 +31,9 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 # Attributes of the run item that are not Run fields.
 _STORE_ATTRS = ("pk", "sk", "snap", "snap_ref", "sweep_pk", "sweep_at", "expires_at")
+# Attributes of the run item that are Run fields (``run_item`` names them after the
+# fields); derived, so that a field added to Run is read without anyone editing a list.
+RUN_ATTRS = tuple(f.name for f in fields(Run) if f.name != "snapshot")
 
 
 def pk(run_id: str) -> str:
@@ -69,6 +73,16 @@ def run_item(run: Run, *, expires_at: float | None) -> dict[str, Any]:
     if expires_at is not None:
         item["expires_at"] = {"N": str(int(expires_at))}
     return item
+
+
+def run_projection() -> dict[str, Any]:
+    """``ProjectionExpression`` arguments that read a run item without its snapshot.
+
+    Every name goes through a placeholder: several Run fields (status, version, output,
+    error...) are DynamoDB reserved words.
+    """
+    names = {f"#r{n}": name for n, name in enumerate(RUN_ATTRS)}
+    return {"ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names}
 
 
 def plain(item: dict[str, Any]) -> dict[str, Any]:

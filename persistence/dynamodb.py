@@ -6,8 +6,9 @@ Item layout (one table, ``pk``/``sk`` strings)::
         run_id, graph, task, started_by, status, version (N), created_at (N),
         updated_at (N), thread (M), lease_owner, lease_until (N), output,
         error                                   Run fields; None fields are absent
-        asks (M)       ask key -> {key, interrupt_id, name, reason (S: JSON text),
-                       node_id, status, created_at (N), decision (M), card (M)}
+        asks (M)       ask key -> {key, verdicts (L of S), interrupt_id, name,
+                       reason (S: JSON text), node_id, status, created_at (N),
+                       decision (M), card (M), tool (S: JSON text)}
         snap (B)       the encoded snapshot (persistence/snapshots.py) when it fits, or
         snap_ref (M)   {kind: "chunks" | "s3", key, version, count, size, sha256}
         sweep_pk = "sweep", sweep_at (N)        only while Run.sweep_at is set (sparse GSI)
@@ -20,8 +21,9 @@ every run that may need sweeping; that is a few hundred items at most, read by o
 sweeper, so the hot key does not matter.
 
 Asks are a map inside the run item so that a decision is a single conditional
-UpdateItem on ``asks.<key>.status`` that also bumps ``version`` (see records.py). An
-approval cycle costs five requests: create, save, decide, claim, save.
+UpdateItem on ``asks.<key>.status`` (and ``asks.<key>.verdicts``, which must offer the
+verdict) that also bumps ``version`` (see records.py). An approval cycle costs five
+requests: create, save, decide, claim, save.
 
 Offloaded snapshot keys carry a random nonce besides the version: two writers that read
 the same version (one of them about to lose its conditional put) would otherwise write
@@ -43,10 +45,11 @@ from persistence.base import (
     RunExists,
     RunNotFound,
     StoreError,
+    VerdictNotOffered,
     VersionConflict,
 )
 from persistence.dynamo_offload import Offloader, SnapshotMoved
-from persistence.records import AskStatus, Decision, Run, RunStatus
+from persistence.records import DEFAULT_VERDICTS, AskStatus, Decision, Run, RunStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -84,7 +87,9 @@ class DynamoRunStore:
         except _ConditionFailed:
             raise RunExists(run.run_id) from None
 
-    def load(self, run_id: str) -> Run | None:
+    def load(self, run_id: str, *, snapshot: bool = True) -> Run | None:
+        if not snapshot:
+            return self._load_without_snapshot(run_id)
         for _ in range(_READ_ATTEMPTS):
             got = self._ddb.get_item(TableName=self._table, Key=items.key(run_id), ConsistentRead=True)
             if "Item" not in got:
@@ -98,6 +103,8 @@ class DynamoRunStore:
     def decide(self, run_id: str, ask_key: str, decision: Decision, *, now: float) -> Run:
         # sweep_at = now even if the run is leased (one UpdateItem cannot branch on status):
         # a sweeper that looks early sees the live lease and leaves the run alone.
+        # The condition checks both "pending" and "offered", so a refusal costs no more
+        # than an acceptance; which one failed is read off the ALL_OLD item afterwards.
         try:
             got = self._ddb.update_item(
                 TableName=self._table,
@@ -105,11 +112,18 @@ class DynamoRunStore:
                 UpdateExpression="SET asks.#k.#st = :decided, asks.#k.decision = :d,"
                 " #version = #version + :one, updated_at = :now,"
                 " sweep_pk = :sweep, sweep_at = :now",
-                ConditionExpression="asks.#k.#st = :pending",
-                ExpressionAttributeNames={"#k": ask_key, "#st": "status", "#version": "version"},
+                ConditionExpression=f"asks.#k.#st = :pending AND {_offers(decision)}",
+                ExpressionAttributeNames={
+                    "#k": ask_key,
+                    "#st": "status",
+                    "#version": "version",
+                    "#verdicts": "verdicts",
+                },
                 ExpressionAttributeValues={
                     ":decided": {"S": AskStatus.DECIDED.value},
                     ":pending": {"S": AskStatus.PENDING.value},
+                    ":verdict": {"S": decision.verdict.value},
+                    **({":none": {"N": "0"}} if decision.verdict in DEFAULT_VERDICTS else {}),
                     ":d": items.decision_value(decision),
                     ":one": {"N": "1"},
                     ":now": items.wire(now),
@@ -131,7 +145,13 @@ class DynamoRunStore:
                 raise AskNotFound(f"{run_id}/{ask_key}") from None
             if ask.status is AskStatus.DECIDED and ask.decision == decision:
                 return self._with_snapshot(old)  # our own write, retried after a lost response
-            raise AskNotPending(run, ask_key) from None
+            if ask.status is not AskStatus.PENDING:
+                raise AskNotPending(run, ask_key) from None
+            if decision.verdict not in ask.verdicts:
+                raise VerdictNotOffered(run, ask_key, decision.verdict) from None
+            # Pending and offered as parsed, yet the condition failed: _offers and
+            # Ask.from_dict disagree about this item. Refuse rather than guess.
+            raise StoreError(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
         return self._with_snapshot(got["Attributes"])
 
     def claim(
@@ -228,7 +248,7 @@ class DynamoRunStore:
         """Should DynamoDB check the update's path before its condition, name what is missing."""
         if "document path" not in str(exc):
             return
-        stored = self.load(run_id)
+        stored = self.load(run_id, snapshot=False)
         if stored is None:
             raise RunNotFound(run_id) from exc
         if ask_key not in stored.asks:
@@ -290,6 +310,21 @@ class DynamoRunStore:
 
     # -- reads ---------------------------------------------------------------------
 
+    def _load_without_snapshot(self, run_id: str) -> Run | None:
+        """One consistent GetItem that leaves ``snap`` and ``snap_ref`` on the server.
+
+        The projection names the Run fields rather than skipping the snapshot
+        attributes (DynamoDB can only include): read capacity is charged for the whole
+        item either way, but an inline snapshot (up to ~300 KB) is then neither sent
+        nor base64-decoded by botocore on Slack's ack path. An offloaded snapshot is
+        never followed: there is no pointer to follow, so no chunk Query, no S3 GET and
+        no retry for a snapshot that moved.
+        """
+        got = self._ddb.get_item(
+            TableName=self._table, Key=items.key(run_id), ConsistentRead=True, **items.run_projection()
+        )
+        return items.run_from_item(got["Item"], None) if "Item" in got else None
+
     def _with_snapshot(self, item: dict[str, Any]) -> Run:
         try:
             return items.run_from_item(item, self._snapshot(item))
@@ -307,6 +342,18 @@ class DynamoRunStore:
         if ref is None:
             return None
         return snapshots.decode(self._offload.fetch(items.plain({"id": item["run_id"]})["id"], ref))
+
+
+def _offers(decision: Decision) -> str:
+    """The condition that the ask offers ``decision.verdict``, read as Ask.from_dict reads it.
+
+    ``contains`` on the stored list; a record without a list (or with an empty one)
+    offers DEFAULT_VERDICTS, so for those verdicts a missing or empty list passes too.
+    """
+    listed = "contains(asks.#k.#verdicts, :verdict)"
+    if decision.verdict not in DEFAULT_VERDICTS:
+        return listed
+    return f"({listed} OR attribute_not_exists(asks.#k.#verdicts) OR size(asks.#k.#verdicts) = :none)"
 
 
 def _ref(item: dict[str, Any]) -> dict[str, Any] | None:

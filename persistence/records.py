@@ -56,6 +56,11 @@ class Verdict(StrEnum):
     EDIT = "edit"  # BeforeToolCallEvent gates: approve with an edited tool input
 
 
+# What an ask offers when its record names no verdicts (``Ask.from_dict``); stores that
+# check a verdict without parsing the record must treat a missing list the same way.
+DEFAULT_VERDICTS = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
+
+
 @dataclass(frozen=True, kw_only=True)
 class MessageRef:
     """Where a Slack message lives; kept so any process can update it later."""
@@ -122,7 +127,7 @@ class Ask:
     created_at: float
     decision: Decision | None = None
     card: MessageRef | None = None
-    verdicts: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
+    verdicts: tuple[Verdict, ...] = DEFAULT_VERDICTS
     tool: ToolCall | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,7 +161,7 @@ class Ask:
             created_at=float(data["created_at"]),
             decision=Decision.from_dict(data["decision"]) if data.get("decision") else None,
             card=MessageRef(**data["card"]) if data.get("card") else None,
-            verdicts=tuple(Verdict(v) for v in data.get("verdicts") or ("approve", "reject", "reply")),
+            verdicts=tuple(Verdict(v) for v in data.get("verdicts") or DEFAULT_VERDICTS),
             tool=ToolCall.from_dict(data["tool"]) if data.get("tool") else None,
         )
 

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from persistence import snapshots
-from persistence.base import AskNotFound, AskNotPending, RunExists, RunNotFound, VersionConflict
+from persistence.base import AskNotFound, AskNotPending, RunExists, RunNotFound, VerdictNotOffered, VersionConflict
 from persistence.records import AskStatus, Decision, Run, RunStatus
 
 _BUSY_TIMEOUT_S = 30.0
@@ -101,7 +101,10 @@ class SqliteRunStore:
         except sqlite3.IntegrityError as exc:
             raise RunExists(run.run_id) from exc
 
-    def load(self, run_id: str) -> Run | None:
+    def load(self, run_id: str, *, snapshot: bool = True) -> Run | None:
+        if not snapshot:  # the snapshot column is not even read off the page
+            row = self._conn().execute("SELECT doc FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            return _run(row[0], None) if row is not None else None
         row = self._conn().execute("SELECT doc, snapshot FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             return None
@@ -120,6 +123,8 @@ class SqliteRunStore:
                 return run.evolve(snapshot=_raw(row[1]))  # the same call again: already done
             if ask.status is not AskStatus.PENDING:
                 raise AskNotPending(run, ask_key)
+            if decision.verdict not in ask.verdicts:
+                raise VerdictNotOffered(run, ask_key, decision.verdict)  # rolls back; nothing was written
             asks = {**run.asks, ask_key: replace(ask, status=AskStatus.DECIDED, decision=decision)}
             new = run.evolve(asks=asks, version=run.version + 1, updated_at=now)
             self._update(conn, new, expected_version=run.version)

@@ -94,7 +94,8 @@ def read_edit(view: dict[str, Any], run: Run | None) -> EditSubmission | str:
 
 def register(app: AsyncApp, *, services: Services) -> None:
     async def load(run_id: str) -> Run | None:
-        return await asyncio.to_thread(services.store.load, run_id)
+        # The ask's tool input and schema only: never a multi-MB snapshot inside Slack's 3 s.
+        return await asyncio.to_thread(services.store.load, run_id, snapshot=False)
 
     async def open_modal(
         ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient, respond: AsyncRespond

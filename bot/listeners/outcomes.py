@@ -27,6 +27,8 @@ def loser_text(result: DecideResult) -> str:
         return f"Already {_PAST[ask.decision.verdict]} by <@{ask.decision.user}>; your click changed nothing."
     if ask.status is AskStatus.OBSOLETE:
         return "This run moved on before anyone answered; this card can no longer be answered."
+    if ask.status is AskStatus.PENDING:
+        return "This card does not offer that choice; nothing was decided."
     return "This card can't be answered right now; nothing was decided."
 
 

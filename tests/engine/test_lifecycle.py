@@ -255,3 +255,14 @@ async def test_a_click_that_beats_the_save_waits_for_it(make_engine, store: Sqli
     assert result.accepted
     final = await engine.resume(run.run_id, known=result.run)
     assert final is not None and final.status is RunStatus.COMPLETED
+
+
+async def test_a_choice_the_card_does_not_offer_is_refused(make_engine) -> None:
+    engine = make_engine()
+    run = await engine.start(graph="guarded-write", task="v", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    assert Verdict.RETRY not in ask.verdicts
+    refused = await engine.decide(run_id=run.run_id, ask_key=ask.key, decision=approve(verdict=Verdict.RETRY))
+    assert not refused.accepted and refused.ask is not None and refused.ask.decision is None
+    accepted = await engine.decide(run_id=run.run_id, ask_key=ask.key, decision=approve())
+    assert accepted.accepted, "the ask stayed open for a choice it offers"

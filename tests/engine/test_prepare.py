@@ -109,3 +109,77 @@ async def test_a_rejected_call_stays_rejected_when_the_classifier_changes_its_mi
     assert final is not None and final.status is RunStatus.COMPLETED
     assert transfers == [], "the human said no; no classifier gets to overrule that"
     assert "CONFIRMATION_FAILED" in (final.output or "")
+
+
+class TwoGates(HookProvider):
+    """ops always signs off; the CFO only above 1000 (and judges the input that will run)."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.ops)
+        registry.add_callback(BeforeToolCallEvent, self.cfo)
+
+    def ops(self, event: BeforeToolCallEvent) -> None:
+        if event.interrupt("ops_ok", reason=dict(event.tool_use["input"]))["decision"] != "approve":
+            event.cancel_tool = "ops said no"
+
+    def cfo(self, event: BeforeToolCallEvent) -> None:
+        if event.tool_use["input"]["amount"] > 1000:
+            answer = event.interrupt("cfo_ok", reason=dict(event.tool_use["input"]))
+            if answer["decision"] != "approve":
+                event.cancel_tool = "the CFO said no"
+
+
+@graph_def("prepare-two-gates", description="two gates on one transfer")
+def two_gates() -> Graph:
+    return _payer(hooks=[TwoGates()])
+
+
+@graph_def("prepare-gate-and-hitl", description="a gate and HumanInTheLoop on one transfer")
+def gate_and_hitl() -> Graph:
+    return _payer(hooks=[PaymentGate()], interventions=[HumanInTheLoop()])
+
+
+async def test_an_edit_is_judged_by_every_gate_on_the_call(make_engine) -> None:
+    transfers.clear()
+    run = await make_engine().start(graph="prepare-two-gates", task="pay", user="U0", channel="C1")
+    (ops,) = run.pending_asks()  # 100 is below the CFO's threshold
+    edited = {"amount": 999_999, "to": "mallory"}
+    result = await make_engine().decide(
+        run_id=run.run_id, ask_key=ops.key, decision=_decision(Verdict.EDIT, edited_input=edited)
+    )
+    after = await make_engine().resume(run.run_id, known=result.run)
+
+    assert after is not None and after.status is RunStatus.WAITING, "the edited amount needs the CFO"
+    (cfo,) = after.pending_asks()
+    assert cfo.name == "cfo_ok" and cfo.reason == edited and transfers == []
+    assert cfo.tool is not None and cfo.tool.input == edited, "the card shows the call that will run"
+
+    result = await make_engine().decide(run_id=run.run_id, ask_key=cfo.key, decision=_decision(Verdict.REJECT))
+    final = await make_engine().resume(run.run_id, known=result.run)
+    assert final is not None and final.status is RunStatus.COMPLETED and transfers == []
+
+
+async def test_an_approval_given_before_an_edit_is_asked_again(make_engine) -> None:
+    transfers.clear()
+    run = await make_engine().start(graph="prepare-gate-and-hitl", task="pay", user="U0", channel="C1")
+    asks = {a.name: a for a in run.pending_asks()}
+    assert set(asks) == {"approve_transfer", "strands:human-in-the-loop"}
+    hitl, gate = asks["strands:human-in-the-loop"], asks["approve_transfer"]
+
+    # Someone approves the original 100 in the HumanInTheLoop card; then someone else edits it.
+    await make_engine().decide(run_id=run.run_id, ask_key=hitl.key, decision=_decision(Verdict.APPROVE))
+    edited = {"amount": 5000, "to": "acme"}
+    result = await make_engine().decide(
+        run_id=run.run_id, ask_key=gate.key, decision=_decision(Verdict.EDIT, edited_input=edited)
+    )
+    after = await make_engine().resume(run.run_id, known=result.run)
+
+    assert after is not None and after.status is RunStatus.WAITING and transfers == []
+    (again,) = after.pending_asks()
+    assert again.name == "strands:human-in-the-loop" and again.key != hitl.key
+    assert "5000" in str(again.reason), "asked about the edited call"
+
+    result = await make_engine().decide(run_id=run.run_id, ask_key=again.key, decision=_decision(Verdict.APPROVE))
+    final = await make_engine().resume(run.run_id, known=result.run)
+    assert final is not None and final.status is RunStatus.COMPLETED
+    assert transfers == [edited], "ran once, with the edited input, after both said yes to it"

@@ -9,19 +9,63 @@ counts the real queries, which must not grow on a resume, only on a Retry.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
+from strands import Agent, tool
+from strands.hooks import AfterToolCallEvent, HookProvider, HookRegistry
+from strands.multiagent.graph import Graph, GraphBuilder
 
-from graph_defs import incident
+from graph_defs import graph_def, incident, review_after
+from graph_defs.scripted import ScriptedModel, call, latest_tool_result_text, say
 from persistence.records import AskStatus, Decision, Run, RunStatus, Verdict
 from tests.engine.conftest import RecordingPublisher
 
 TASK = "billing errors since the deploy, last 60 minutes"
+FETCHES: list[str] = []
+"""Real runs of ``fetch`` below."""
 
 
 @pytest.fixture(autouse=True)
 def no_queries() -> None:
     incident.QUERIES.clear()
+    FETCHES.clear()
+
+
+@tool
+def fetch(q: str) -> str:
+    """Fail once, then return data a person must see first."""
+    FETCHES.append(q)
+    if len(FETCHES) == 1:
+        raise RuntimeError("transient")
+    return f"customer data #{len(FETCHES)}"
+
+
+class RetryErrorsOnce(HookProvider):
+    """Strands' own retry: an AfterToolCallEvent hook runs a failed tool use again, once."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(AfterToolCallEvent, self.after)
+
+    def after(self, event: AfterToolCallEvent) -> None:
+        if event.result["status"] == "error" and len(FETCHES) < 2:
+            event.retry = True
+
+
+@graph_def("review-after-retry-hook", description="review_after with an AfterToolCallEvent hook that retries")
+def retry_hook_graph() -> Graph:
+    agent = Agent(
+        name="fetcher",
+        model=ScriptedModel([call("fetch", q="x"), lambda m: say("agent saw: " + latest_tool_result_text(m))]),
+        tools=[review_after(fetch)],
+        hooks=[RetryErrorsOnce()],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "fetcher")
+    builder.set_max_node_executions(5)
+    builder.set_execution_timeout(60)
+    return builder.build()
 
 
 def decision(verdict: Verdict, text: str | None = None, user: str = "U1") -> Decision:
@@ -118,3 +162,25 @@ async def test_a_failed_query_is_reviewed_and_can_be_approved(make_engine) -> No
     assert final.status is RunStatus.COMPLETED and final.output is not None
     assert "The log query failed: Error: logs are kept for 1440 minutes, asked for 2880" in final.output
     assert incident.QUERIES == []
+
+
+async def test_a_tool_use_strands_runs_again_after_the_review_is_asked_about_on_a_new_card(
+    make_engine, publisher: RecordingPublisher
+) -> None:
+    """Approving the failed first run must not pass the hook-retried second run along unseen."""
+    run = await make_engine().start(graph="review-after-retry-hook", task="x", user="U0", channel="C1")
+    (first,) = run.pending_asks()
+    assert first.name == "review:fetch:1" and first.reason["status"] == "error"
+
+    after_hook_retry = await decide_and_resume(make_engine, run, first.key, decision(Verdict.APPROVE))
+
+    assert after_hook_retry.status is RunStatus.WAITING
+    (second,) = after_hook_retry.pending_asks()
+    assert second.name == "review:fetch:2" and second.interrupt_id != first.interrupt_id
+    assert second.reason["result"] == "customer data #2"
+    assert [e[2] for e in publisher.of("card")] == [first.key, second.key]
+    assert len(FETCHES) == 2
+
+    final = await decide_and_resume(make_engine, after_hook_retry, second.key, decision(Verdict.APPROVE))
+    assert final.status is RunStatus.COMPLETED and final.output == "agent saw: customer data #2"
+    assert len(FETCHES) == 2

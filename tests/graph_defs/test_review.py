@@ -89,6 +89,19 @@ def huge(key: str) -> str:
     return "x" * 10_000
 
 
+@tool
+def flaky(key: str) -> str:
+    """Fail the first time, then return data nobody has seen yet.
+
+    Args:
+        key: The key.
+    """
+    CALLS.append(key)
+    if len(CALLS) == 1:
+        raise RuntimeError("transient")
+    return f"customer data for {key} #{len(CALLS)}"
+
+
 @tool(context=True)
 def guarded(key: str, tool_context: ToolContext) -> str:
     """Ask before running, like the deploy tool does.
@@ -143,11 +156,23 @@ class RecordAfter(HookProvider):
         AFTER_HOOK.append((event.result["status"], event.exception))
 
 
+class RetryErrorsOnce(HookProvider):
+    """Strands' own retry: after the first error result, run the same tool use again."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(AfterToolCallEvent, self.retry)
+
+    def retry(self, event: AfterToolCallEvent) -> None:
+        if event.result["status"] == "error" and len(CALLS) < 2:
+            event.retry = True
+
+
 TOOLS: dict[str, Callable[[], AgentTool]] = {
     "lookup": lambda: review_after(lookup),
     "lookup_async": lambda: review_after(lookup_async),
     "forbidden": lambda: review_after(forbidden),
     "huge": lambda: review_after(huge),
+    "flaky": lambda: review_after(flaky),
     "guarded": lambda: review_after(guarded),
     "raw_lookup": lambda: review_after(RawLookup()),
     "raw_failing": lambda: review_after(RawLookup(fail=True)),
@@ -158,15 +183,18 @@ def _echo(messages: Messages) -> Step:
     return say(f"saw: {latest_tool_result_text(messages)}")
 
 
-def build(kind: str, *, calls: int = 1) -> Graph:
-    """The factory: one agent node calling the reviewed tool (``calls`` times in one turn), then echoing."""
+def build(kind: str, *, calls: int = 1, retry_hook: bool = False) -> Graph:
+    """The factory: one agent node calling the reviewed tool (``calls`` times in one turn), then echoing.
+
+    ``retry_hook`` adds an ``AfterToolCallEvent`` hook that has Strands run a failed tool use again.
+    """
     wrapped = TOOLS[kind]()
     first = turn(*(call(wrapped.tool_name, key=f"k{i + 1}") for i in range(calls)))
     agent = Agent(
         name="worker",
         model=ScriptedModel([first, _echo]),
         tools=[wrapped],
-        hooks=[RecordAfter()],
+        hooks=[RecordAfter(), *([RetryErrorsOnce()] if retry_hook else [])],
         callback_handler=None,
     )
     builder = GraphBuilder()
@@ -200,10 +228,20 @@ def tool_results(graph: Graph, node: str = "worker") -> list[ToolResult]:
     return [block["toolResult"] for m in agent.messages for block in m["content"] if "toolResult" in block]
 
 
-def review_keys(graph: Graph, node: str = "worker") -> list[str]:
+def review_state(graph: Graph, node: str = "worker") -> dict[str, Any]:
+    """What ``review_after`` keeps in the agent's state, by key."""
     agent = graph.nodes[node].executor
     assert isinstance(agent, Agent)
-    return [k for k in agent.state.get() if k.startswith(REVIEW_STATE_PREFIX)]
+    return {k: v for k, v in agent.state.get().items() if k.startswith(REVIEW_STATE_PREFIX)}
+
+
+def review_keys(graph: Graph, node: str = "worker") -> list[str]:
+    return list(review_state(graph, node))
+
+
+def settled(*tool_use_ids: str, attempt: int = 1) -> dict[str, Any]:
+    """The state left once reviews are settled: a marker per tool use, no result."""
+    return {f"{REVIEW_STATE_PREFIX}{t}": {"settled": attempt} for t in tool_use_ids}
 
 
 def start(kind: str, **kwargs: Any) -> tuple[Graph, Callable[[], Graph], list[Interrupt]]:
@@ -261,6 +299,7 @@ def test_the_tool_runs_once_then_asks_with_its_result() -> None:
         "attempt": 1,
     }
     assert review_keys(graph) == [f"{REVIEW_STATE_PREFIX}tooluse_0_lookup"]
+    assert review_state(graph)[f"{REVIEW_STATE_PREFIX}tooluse_0_lookup"]["attempt"] == 1
 
 
 def test_approve_gives_the_agent_the_stored_result_and_never_reruns_the_tool() -> None:
@@ -272,7 +311,7 @@ def test_approve_gives_the_agent_the_stored_result_and_never_reruns_the_tool() -
     [received] = tool_results(done)
     assert received == {"toolUseId": "tooluse_0_lookup", "status": "success", "content": [{"text": "value of k1 #1"}]}
     assert str(result.results["worker"].result).strip() == "saw: value of k1 #1"
-    assert review_keys(done) == []  # settled: the stored result is gone
+    assert review_state(done) == settled("tooluse_0_lookup")  # settled: the result is gone, a marker stays
     assert AFTER_HOOK == [("success", None)]  # hooks see the settled result, once
 
 
@@ -300,7 +339,7 @@ def test_reject_gives_the_agent_an_error_instead_of_the_result(text: str | None,
     [received] = tool_results(done)
     assert received == {"toolUseId": "tooluse_0_lookup", "status": "error", "content": [{"text": expected}]}
     assert "value of" not in json.dumps(done.nodes["worker"].executor.messages)  # type: ignore[union-attr]
-    assert CALLS == ["k1"] and review_keys(done) == []
+    assert CALLS == ["k1"] and review_state(done) == settled("tooluse_0_lookup")
 
 
 def test_reply_gives_the_result_plus_the_reviewers_words() -> None:
@@ -327,7 +366,7 @@ def test_retry_runs_the_tool_again_and_asks_anew() -> None:
     assert result.status == Status.COMPLETED
     assert CALLS == ["k1", "k1"]
     assert [r["content"] for r in tool_results(done)] == [[{"text": "value of k1 #2"}]]
-    assert review_keys(done) == []
+    assert review_state(done) == settled("tooluse_0_lookup", attempt=2)
 
 
 def test_an_unreadable_answer_rejects() -> None:
@@ -418,6 +457,49 @@ def test_a_failing_tool_can_be_retried_and_rejected() -> None:
     assert CALLS == ["k1", "k1"]
 
 
+# --- Strands itself runs the tool use again --------------------------------------------------
+
+
+def test_a_run_after_the_review_is_settled_is_a_new_attempt_with_a_new_ask() -> None:
+    """An AfterToolCallEvent hook retries the approved error: the new result gets its own card.
+
+    Numbered 1 again, the ask would reuse the first interrupt id, whose answer (approve) is
+    still in the interrupt state, and hand the agent a result nobody reviewed.
+    """
+    graph, factory, [first] = start("flaky", retry_hook=True)
+    assert first.name == "review:flaky:1" and first.reason["status"] == "error"
+
+    graph, result = resume(graph, factory, {first.id: answer("approve")})
+    assert result.status == Status.INTERRUPTED  # the hook's retry ran the tool: asked again, not passed
+    [second] = result.interrupts
+    assert second.id != first.id and second.name == "review:flaky:2"
+    assert second.reason["attempt"] == 2 and second.reason["result"] == "customer data for k1 #2"
+    assert CALLS == ["k1", "k1"]
+    assert tool_results(graph) == []  # nothing reached the agent yet
+
+    graph, result = resume(graph, factory, {})  # a resume without the answer keeps the ask (and card)
+    assert [i.id for i in result.interrupts] == [second.id] and CALLS == ["k1", "k1"]
+
+    done, result = resume(graph, factory, {second.id: answer("reject", "not this either", "U7")})
+    assert result.status == Status.COMPLETED
+    [received] = tool_results(done)
+    assert received["content"] == [{"text": "Rejected by <@U7>: not this either"}]
+    assert "customer data" not in json.dumps(done.nodes["worker"].executor.messages)  # type: ignore[union-attr]
+    assert CALLS == ["k1", "k1"]
+    [(approved, error), (rejected, none)] = AFTER_HOOK  # hooks saw the approved error, then the rejection
+    assert approved == "error" and isinstance(error, ReplayedToolError) and error.type_name == "RuntimeError"
+    assert (rejected, none) == ("error", None)
+    assert review_state(done) == settled("tooluse_0_flaky", attempt=2)  # one small marker, no result
+
+
+def test_a_settled_review_reruns_only_when_strands_runs_the_tool_use_again() -> None:
+    graph, factory, [first] = start("flaky")  # no retry hook
+    done, result = resume(graph, factory, {first.id: answer("approve")})
+    assert result.status == Status.COMPLETED and CALLS == ["k1"]
+    assert tool_results(done)[0]["content"] == [{"text": "Error: RuntimeError - transient"}]
+    assert review_state(done) == settled("tooluse_0_flaky")
+
+
 # --- two reviewed calls in one turn ---------------------------------------------------------
 
 
@@ -435,7 +517,8 @@ def test_two_calls_in_one_turn_are_answered_one_at_a_time() -> None:
     received = {r["toolUseId"]: r for r in tool_results(done)}
     assert received["tooluse_0_lookup"]["status"] == "success"
     assert received["tooluse_0_lookup_1"]["content"] == [{"text": "Rejected by <@U1>: no"}]
-    assert sorted(CALLS) == ["k1", "k2"] and review_keys(done) == []
+    assert sorted(CALLS) == ["k1", "k2"]
+    assert review_state(done) == settled("tooluse_0_lookup", "tooluse_0_lookup_1")
 
 
 # --- the incident example -------------------------------------------------------------------

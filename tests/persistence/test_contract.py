@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -19,9 +20,13 @@ from persistence import (
     RunExists,
     RunStatus,
     Verdict,
+    VerdictNotOffered,
     VersionConflict,
+    snapshots,
 )
+from persistence.records import ToolCall
 from tests.persistence.conftest import Backend, decision, item_size, make_run
+from tests.support.aws import CountingMotoServer
 
 MB = 1024 * 1024
 
@@ -270,3 +275,141 @@ def test_the_same_call_again_is_recognised_as_done(backend: Backend) -> None:
     assert store.claim("r-again", **args, now=12.0) == first.version + 1  # type: ignore[arg-type]
     with pytest.raises(VersionConflict):
         store.claim("r-again", **{**args, "owner": "p2"}, now=12.0)  # type: ignore[arg-type]
+
+
+def _requests(backend: Backend, request: pytest.FixtureRequest) -> Callable[[], dict[str, int]]:
+    """Starts counting requests to moto now; the returned call says what was sent since.
+
+    SQLite sends no requests: its counter stays empty.
+    """
+    if not backend.dynamo:
+        return dict
+    server: CountingMotoServer = request.getfixturevalue("moto_server")
+    server.reset_counts()
+    return server.counts
+
+
+@pytest.mark.parametrize("size", [pytest.param(1000, id="inline"), pytest.param(int(1.6 * MB), id="offloaded-1.6MB")])
+def test_load_without_snapshot_reads_everything_else_and_fetches_nothing(
+    backend: Backend, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    store = backend.store()
+    run = make_run("r-light", snapshot=os.urandom(size))
+    # Every Run field away from its default, so a field the light read drops shows up.
+    tool = ToolCall(name="deploy", input={"env": "prod", "n": 1.0}, input_schema={"type": "object"})
+    gate = replace(run.asks["a1"], tool=tool, verdicts=(Verdict.APPROVE, Verdict.EDIT, Verdict.REJECT))
+    run = run.evolve(
+        asks={**run.asks, "a1": gate},
+        status=RunStatus.RUNNING,
+        lease_owner="host-1",
+        lease_until=run.updated_at + 60,
+        output="partial",
+        error="none yet",
+    )
+    store.create(run)
+    decoded: list[int] = []
+    decode = snapshots.decode
+
+    def counting_decode(blob: bytes) -> bytes:
+        decoded.append(len(blob))
+        return decode(blob)
+
+    monkeypatch.setattr(snapshots, "decode", counting_decode)
+    fresh = backend.store()  # a new process: nothing cached
+    sent = _requests(backend, request)
+
+    light = fresh.load("r-light", snapshot=False)
+
+    assert light == run.evolve(snapshot=None)
+    assert light is not None and light.asks["a1"].tool == tool
+    assert decoded == [], "the snapshot must not be decoded"
+    if backend.dynamo:
+        assert sent() == {"dynamodb.GetItem": 1}, "one GetItem: no chunk Query, no S3 GET"
+    assert fresh.load("nope", snapshot=False) is None
+
+    # The full read still brings the snapshot, through the same counters (they can fail).
+    sent = _requests(backend, request)
+    assert fresh.load("r-light") == run
+    assert decoded != []
+    if backend.dynamo and size > MB:
+        assert set(sent()) == {"dynamodb.GetItem", "s3.GET" if backend.bucket else "dynamodb.Query"}
+
+
+def test_decide_refuses_a_verdict_the_ask_does_not_offer(backend: Backend, request: pytest.FixtureRequest) -> None:
+    store = backend.store()
+    run = make_run("r-offer")  # a2 offers approve and reject only
+    store.create(run)
+    stored = store.load("r-offer")
+
+    for ask_key, verdict in (("a2", Verdict.REPLY), ("a2", Verdict.EDIT), ("a1", Verdict.TRUST)):
+        sent = _requests(backend, request)
+        with pytest.raises(VerdictNotOffered) as refused:
+            store.decide("r-offer", ask_key, decision("U1", verdict=verdict, text="x"), now=run.updated_at + 5)
+        if backend.dynamo:
+            assert sent() == {"dynamodb.UpdateItem": 1}, "a refusal is told apart without a second request"
+        assert refused.value.ask_key == ask_key and refused.value.verdict is verdict
+        assert refused.value.run == run.evolve(snapshot=None)  # the run as stored, ask still pending
+        assert not isinstance(refused.value, AskNotPending)
+    assert backend.store().load("r-offer") == stored, "a refused decision changes nothing"
+
+    # Still pending: an offered verdict is accepted, and a refused one on a decided ask
+    # is reported as decided (someone else answered; the caller shows who).
+    choice = decision("U2", verdict=Verdict.REJECT)
+    after = store.decide("r-offer", "a2", choice, now=run.updated_at + 6)
+    assert after.version == 2 and after.asks["a2"].decision == choice and after.snapshot == run.snapshot
+    with pytest.raises(AskNotPending) as late:
+        store.decide("r-offer", "a2", decision("U3", verdict=Verdict.REPLY), now=run.updated_at + 7)
+    assert late.value.run.asks["a2"].decision == choice
+    assert store.decide("r-offer", "a2", choice, now=run.updated_at + 6) == after  # a retry still succeeds
+
+
+def test_an_ask_recorded_without_verdicts_offers_the_defaults(backend: Backend) -> None:
+    """decide accepts exactly the verdicts that load shows, even for a record with no list."""
+    store = backend.store()
+    run = make_run("r-default")
+    bare = replace(run.asks["a2"], verdicts=())
+    store.create(run.evolve(asks={**run.asks, "a2": bare}))
+    loaded = store.load("r-default")
+    assert loaded is not None and loaded.asks["a2"].verdicts == (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
+
+    with pytest.raises(VerdictNotOffered):
+        store.decide("r-default", "a2", decision("U1", verdict=Verdict.TRUST), now=time.time())
+    assert store.decide("r-default", "a2", decision("U1", verdict=Verdict.REPLY), now=time.time()).version == 2
+
+
+def test_decide_exactly_once_when_some_clicks_name_a_verdict_not_offered(backend: Backend) -> None:
+    backend.store().create(make_run("r-mixed"))
+    offered = {Verdict.APPROVE, Verdict.REJECT}  # what a2 offers
+    clicks = [(f"U{i:02d}", (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY, Verdict.EDIT)[i % 4]) for i in range(20)]
+    barrier = threading.Barrier(len(clicks))
+    won: list[Run] = []
+    refused: list[tuple[Verdict, Exception]] = []
+    errors: list[BaseException] = []
+    store = backend.store()
+
+    def click(user: str, verdict: Verdict) -> None:
+        barrier.wait()
+        try:
+            won.append(store.decide("r-mixed", "a2", decision(user, verdict=verdict), now=time.time()))
+        except (AskNotPending, VerdictNotOffered) as exc:
+            refused.append((verdict, exc))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=click, args=c) for c in clicks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    assert len(won) == 1 and len(refused) == 19
+    winner = won[0].asks["a2"].decision
+    assert winner is not None and winner.verdict in offered
+    for verdict, exc in refused:
+        # An offered verdict can only lose to the winner; one not offered is refused as
+        # such while the ask is pending, and as decided once the winner is in.
+        assert isinstance(exc, AskNotPending) or verdict not in offered
+        assert not isinstance(exc, VerdictNotOffered) or exc.run.asks["a2"].status is AskStatus.PENDING
+    stored = backend.store().load("r-mixed")
+    assert stored is not None and stored.version == 2 and stored.asks["a2"].decision == winner
