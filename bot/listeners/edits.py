@@ -29,7 +29,7 @@ import jsonschema
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.listeners.outcomes import loser_text, tell_loser
+from bot.listeners.outcomes import decide_from_modal, tell_loser
 from bot.render.cards import action_id_for, parse_action_value
 from bot.render.edits import json_schema_of
 from bot.render.modals import (
@@ -145,11 +145,7 @@ def register(app: AsyncApp, *, services: Services) -> None:
             return  # refused in the ack
         target, user = submission.target, body["user"]["id"]
         decision = Decision(verdict=Verdict.EDIT, user=user, at=time.time(), edited_input=submission.edited_input)
-        result = await services.engine.decide(run_id=target.run_id, ask_key=target.ask_key, decision=decision)
-        if not result.accepted:
-            await client.chat_postEphemeral(channel=target.channel, user=user, text=loser_text(result))
-            return
-        await services.engine.resume(target.run_id, known=result.run)
+        await decide_from_modal(services=services, client=client, target=target, decision=decision)
 
     app.action(EDIT_ACTION_ID)(open_modal)
     app.view(EDIT_CALLBACK_ID)(ack=acknowledge, lazy=[decide])

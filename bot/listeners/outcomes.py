@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from slack_bolt.async_app import AsyncRespond
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.render.modals import ModalTarget
+from bot.services import Services
 from engine import DecideResult
-from persistence.records import AskStatus, Verdict
+from persistence.records import AskStatus, Decision, Verdict
 
 _PAST = {
     Verdict.APPROVE: "approved",
@@ -34,3 +37,14 @@ def loser_text(result: DecideResult) -> str:
 
 async def tell_loser(result: DecideResult, *, respond: AsyncRespond) -> None:
     await respond(text=loser_text(result), response_type="ephemeral", replace_original=False)
+
+
+async def decide_from_modal(
+    *, services: Services, client: AsyncWebClient, target: ModalTarget, decision: Decision
+) -> None:
+    """Decide, then resume the run; a modal has no response_url, so a loser is told ephemerally."""
+    result = await services.engine.decide(run_id=target.run_id, ask_key=target.ask_key, decision=decision)
+    if not result.accepted:
+        await client.chat_postEphemeral(channel=target.channel, user=decision.user, text=loser_text(result))
+        return
+    await services.engine.resume(target.run_id, known=result.run)

@@ -15,7 +15,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.listeners.outcomes import loser_text
+from bot.listeners.outcomes import decide_from_modal
 from bot.render.modals import TEXT_BLOCK_ID, ModalTarget, modal_text, parse_modal_metadata
 from bot.services import Services
 from persistence.records import Decision, Verdict
@@ -59,10 +59,6 @@ def register(app: AsyncApp, *, services: Services) -> None:
             return  # refused in the ack
         target, user = submission.target, body["user"]["id"]
         decision = Decision(verdict=submission.verdict, user=user, at=time.time(), text=submission.text)
-        result = await services.engine.decide(run_id=target.run_id, ask_key=target.ask_key, decision=decision)
-        if not result.accepted:
-            await client.chat_postEphemeral(channel=target.channel, user=user, text=loser_text(result))
-            return
-        await services.engine.resume(target.run_id, known=result.run)
+        await decide_from_modal(services=services, client=client, target=target, decision=decision)
 
     app.view(CALLBACK)(ack=acknowledge, lazy=[decide])
