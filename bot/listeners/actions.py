@@ -15,7 +15,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.outcomes import tell_loser
-from bot.render.cards import parse_action_value
+from bot.render.cards import parse_action_value, verdict_from_action_id
 from bot.render.modals import reply_modal
 from bot.services import Services
 from persistence.records import Decision, Verdict
@@ -27,7 +27,7 @@ WITH_MODAL = re.compile(r"^ask:(reply|reject)$")
 
 
 def _verdict(action: dict[str, Any]) -> Verdict:
-    return Verdict(str(action["action_id"]).split(":", 1)[1])
+    return verdict_from_action_id(str(action["action_id"]))
 
 
 async def _malformed(respond: AsyncRespond) -> None:

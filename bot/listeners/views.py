@@ -16,7 +16,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.outcomes import decide_from_modal
-from bot.render.modals import TEXT_BLOCK_ID, ModalTarget, modal_text, parse_modal_metadata
+from bot.render.modals import TEXT_BLOCK_ID, ModalTarget, modal_text, parse_modal_metadata, verdict_for_callback_id
 from bot.services import Services
 from persistence.records import Decision, Verdict
 
@@ -38,7 +38,7 @@ def read_submission(view: dict[str, Any]) -> Submission | str:
         target = parse_modal_metadata(str(view.get("private_metadata", "")))
     except ValueError:
         return "This form is out of date; close it and click the card again."
-    verdict = Verdict(str(view["callback_id"]).split(":", 1)[1])
+    verdict = verdict_for_callback_id(str(view["callback_id"]))
     text = modal_text(view.get("state", {}).get("values", {}))
     if verdict is Verdict.REPLY and not text:
         return "Write a reply first."

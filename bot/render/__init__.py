@@ -31,7 +31,6 @@ from bot.render.messages import (
 from bot.render.modals import (
     EDIT_CALLBACK_ID,
     REJECT_CALLBACK_ID,
-    REPLY_BLOCK_ID,
     REPLY_CALLBACK_ID,
     TEXT_ACTION_ID,
     TEXT_BLOCK_ID,
@@ -52,7 +51,6 @@ __all__ = [
     "DEFAULT_VERDICTS",
     "EDIT_CALLBACK_ID",
     "REJECT_CALLBACK_ID",
-    "REPLY_BLOCK_ID",
     "REPLY_CALLBACK_ID",
     "TEXT_ACTION_ID",
     "TEXT_BLOCK_ID",

@@ -33,7 +33,6 @@ REJECT_CALLBACK_ID = "ask:reject"
 EDIT_CALLBACK_ID = "ask:edit"
 TEXT_BLOCK_ID = "ask_text"
 TEXT_ACTION_ID = "ask_text_input"
-REPLY_BLOCK_ID = TEXT_BLOCK_ID  # the name the view listener uses for error messages
 TEXT_MAX_LENGTH = 3000
 MAX_METADATA = 3000
 
