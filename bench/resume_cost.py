@@ -53,13 +53,19 @@ class NullPublisher:
     async def run_started(self, *, run: Run, channel: str) -> MessageRef:
         return MessageRef(channel=channel, ts="1.0")
 
-    async def asks_raised(self, *, run: Run, asks: Sequence[Ask]) -> dict[str, MessageRef]:
-        return {ask.key: MessageRef(channel=CHANNEL, ts=f"2.{n}") for n, ask in enumerate(asks, start=1)}
+    async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
+        return MessageRef(channel=CHANNEL, ts=f"2.{ask.key}")
 
-    async def ask_changed(self, *, run: Run, ask: Ask) -> None:
+    async def update_card(self, *, run: Run, ask: Ask) -> None:
         return None
 
-    async def run_finished(self, *, run: Run) -> None:
+    async def post_final(self, *, run: Run) -> MessageRef:
+        return MessageRef(channel=CHANNEL, ts="3.0")
+
+    async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
+        return None
+
+    async def retract(self, *, ref: MessageRef) -> None:
         return None
 
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners import actions, commands, edits, views
 from bot.services import Services
+from bot.slack_client import web_client
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def build_app(services: Services, *, process_before_response: bool = False) -> A
     app = AsyncApp(
         signing_secret=services.settings.slack_signing_secret.get_secret_value(),
         # Token-less: Bolt gives each request a client with the token from ``authorize``.
-        client=AsyncWebClient(base_url=services.settings.slack_api_url),
+        client=web_client(token=None, base_url=services.settings.slack_api_url),
         authorize=authorize,
         process_before_response=process_before_response,
         raise_error_for_unhandled_request=False,

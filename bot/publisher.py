@@ -1,23 +1,33 @@
 """The engine's ``Publisher`` for Slack: renders with ``bot.render`` and posts with the Web API.
 
 All of a run's messages go to one thread: the announcement is the thread's root, and
-cards, the final output and failures are replies in it.
+cards, the final output and failures are replies in it. Each message carries Slack
+message metadata naming its run and what it is (an ask key, the end, the announcement),
+so that a later delivery can find a message whose posting was never recorded (the
+process died, the response was lost) instead of posting it twice.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
+from slack_sdk.models.metadata import Metadata
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.render import cards, messages
 from bot.render.cards import Rendered
-from engine.ports import PublishError
-from persistence.records import Ask, AskStatus, MessageRef, Run, RunStatus
+from engine.ports import FINAL, PublishError
+from persistence.records import LIVE, Ask, MessageRef, Run, RunStatus
 
 logger = logging.getLogger(__name__)
+
+EVENT_TYPE = "approval_bot_message"
+ANNOUNCEMENT = "announcement"
+_LOOKUP_PAGES = 10  # of 200 messages: a run's thread, or the channel since the run started
 
 
 class SlackPublisher:
@@ -26,32 +36,35 @@ class SlackPublisher:
 
     async def run_started(self, *, run: Run, channel: str) -> MessageRef:
         try:
-            posted = await self._post(channel=channel, thread_ts=None, message=messages.run_started(run=run))
+            return await self._post(
+                run=run, what=ANNOUNCEMENT, channel=channel, thread_ts=None, message=messages.run_started(run=run)
+            )
         except SlackApiError as error:
             raise PublishError(str(error.response.get("error", "unknown_error"))) from error
-        return posted
 
-    async def asks_raised(self, *, run: Run, asks: Sequence[Ask]) -> dict[str, MessageRef]:
+    async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
         thread = _thread_of(run)
-        placed: dict[str, MessageRef] = {}
-        for ask in asks:
-            card = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
-            try:
-                placed[ask.key] = await self._post(channel=thread.channel, thread_ts=thread.ts, message=card)
-            except Exception:  # keep the cards already posted; the sweeper posts this one later
-                logger.exception("run %s: card for ask %s was not posted", run.run_id, ask.key)
-        return placed
+        card = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
+        return await self._post(run=run, what=ask.key, channel=thread.channel, thread_ts=thread.ts, message=card)
 
-    async def ask_changed(self, *, run: Run, ask: Ask) -> None:
+    async def update_card(self, *, run: Run, ask: Ask) -> None:
         if ask.card is None:
             return
-        if ask.status is AskStatus.OBSOLETE:
-            card = cards.obsolete_card(run=run, ask=ask)
-        else:
+        if ask.view == LIVE:
+            card = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
+        elif ask.decision is not None and ask.view == "decided":
             card = cards.decided_card(run=run, ask=ask)
-        await self._client.chat_update(channel=ask.card.channel, ts=ask.card.ts, text=card.text, blocks=card.blocks)
+        else:
+            card = cards.obsolete_card(run=run, ask=ask)
+        await self._client.chat_update(
+            channel=ask.card.channel,
+            ts=ask.card.ts,
+            text=card.text,
+            blocks=card.blocks,
+            metadata=_metadata(run, ask.key),
+        )
 
-    async def run_finished(self, *, run: Run) -> None:
+    async def post_final(self, *, run: Run) -> MessageRef:
         if run.status is RunStatus.COMPLETED:
             message = messages.run_completed(run=run)
         elif run.status is RunStatus.FAILED:
@@ -61,13 +74,54 @@ class SlackPublisher:
         else:
             message = messages.run_cancelled(run=run)
         thread = _thread_of(run)
-        await self._post(channel=thread.channel, thread_ts=thread.ts, message=message)
+        return await self._post(run=run, what=FINAL, channel=thread.channel, thread_ts=thread.ts, message=message)
 
-    async def _post(self, *, channel: str, thread_ts: str | None, message: Rendered) -> MessageRef:
+    async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
+        """Look through the thread (or, for the announcement, the channel since the run
+        started) for a message whose metadata names this run and ``what``."""
+        what = what or ANNOUNCEMENT
+        method: Callable[..., Awaitable[AsyncSlackResponse]]
+        if what == ANNOUNCEMENT:
+            if run.channel is None:
+                return None
+            kwargs: dict[str, Any] = {"channel": run.channel, "oldest": f"{run.created_at - 60:.6f}"}
+            method = self._client.conversations_history
+        else:
+            thread = _thread_of(run)
+            kwargs = {"channel": thread.channel, "ts": thread.ts}
+            method = self._client.conversations_replies
+        cursor = None
+        for _ in range(_LOOKUP_PAGES):
+            page = await method(
+                **kwargs, limit=200, include_all_metadata=True, **({"cursor": cursor} if cursor else {})
+            )
+            for message in page.get("messages") or []:
+                payload = (message.get("metadata") or {}).get("event_payload") or {}
+                if payload.get("run_id") == run.run_id and payload.get("what") == what:
+                    return MessageRef(channel=kwargs["channel"], ts=str(message["ts"]))
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return None
+        return None
+
+    async def retract(self, *, ref: MessageRef) -> None:
+        await self._client.chat_delete(channel=ref.channel, ts=ref.ts)
+
+    async def _post(self, *, run: Run, what: str, channel: str, thread_ts: str | None, message: Rendered) -> MessageRef:
         response = await self._client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts, text=message.text, blocks=message.blocks, unfurl_links=False
+            channel=channel,
+            thread_ts=thread_ts,
+            text=message.text,
+            blocks=message.blocks,
+            unfurl_links=False,
+            metadata=_metadata(run, what),
         )
         return MessageRef(channel=str(response["channel"]), ts=str(response["ts"]))
+
+
+def _metadata(run: Run, what: str) -> Metadata:
+    # Ids only, like button values: metadata is visible to any app in the workspace.
+    return Metadata(event_type=EVENT_TYPE, event_payload={"run_id": run.run_id, "what": what})
 
 
 def _thread_of(run: Run) -> MessageRef:

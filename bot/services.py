@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.publisher import SlackPublisher
 from bot.settings import Settings
+from bot.slack_client import web_client
 from engine import RunEngine
 from persistence import open_store
 from persistence.base import RunStore
@@ -72,7 +73,7 @@ class Services:
 
 
 def build_services(settings: Settings, *, owner: str | None = None) -> Services:
-    client = AsyncWebClient(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    client = web_client(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
     store = open_store(table=settings.dynamodb_table, sqlite_path=settings.sqlite_path, bucket=settings.snapshot_bucket)
     graphs = GraphCatalog(extra_modules=settings.graph_modules)
     engine = RunEngine(

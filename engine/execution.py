@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,7 @@ class Step:
     raised: list[Raised] = field(default_factory=list)
     output: str | None = None
     error: str | None = None
+    trail: tuple[str, ...] = ()  # every node run so far, in order, over every pass
 
 
 def response_entries(responses: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
@@ -82,23 +83,48 @@ async def run_pass(
     Never raises for anything graph code or a snapshot does: a pass that cannot run ends
     as a failed step, so a broken run is reported once instead of retried forever.
     """
+    step = await _run_pass(graph=graph, task=task, snapshot=snapshot, responses=responses, stale=stale)
+    return replace(step, trail=_trail(graph))
+
+
+def _trail(graph: Graph) -> tuple[str, ...]:
+    order = getattr(getattr(graph, "state", None), "execution_order", None) or []
+    return tuple(str(getattr(node, "node_id", node)) for node in order)
+
+
+async def _run_pass(
+    *,
+    graph: Graph,
+    task: str | None,
+    snapshot: bytes | None,
+    responses: Sequence[tuple[str, Any]] = (),
+    stale: Sequence[str] = (),
+) -> Step:
+    """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``.
+
+    Never raises for anything graph code or a snapshot does: a pass that cannot run ends
+    as a failed step, so a broken run is reported once instead of retried forever.
+    """
     from strands.multiagent.base import Status
 
     raised: list[Raised] = []
     cancelled: dict[str, str] = {}  # node id -> message, from BeforeNodeCallEvent.cancel_node
     result: Any = None
     try:
+        from engine.strands_internals import NODE_CANCEL_EVENT, NODE_INTERRUPT_EVENT  # checks Strands' internals
+
         prepare(graph)
         if snapshot is not None:
-            restore_state(graph, snapshot)
+            # Decoding megabytes of state would hold up every ack on this process's loop.
+            await asyncio.to_thread(restore_state, graph, snapshot)
             graph_input: Any = response_entries(responses)
         else:
             graph_input = task or ""
         async for event in graph.stream_async(graph_input, {STALE_ANSWERS: list(stale)}):
             kind = event.get("type")
-            if kind == "multiagent_node_interrupt":
+            if kind == NODE_INTERRUPT_EVENT:
                 raised.extend(_raised(graph, event["node_id"], event["interrupts"]))
-            elif kind == "multiagent_node_cancel":
+            elif kind == NODE_CANCEL_EVENT:
                 cancelled[event["node_id"]] = str(event.get("message") or "")
             if "result" in event:
                 result = event["result"]

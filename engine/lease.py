@@ -12,6 +12,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 from persistence.base import RunStore
 
@@ -22,31 +23,45 @@ def new_token(owner: str) -> str:
     return f"{owner}/{secrets.token_hex(4)}"
 
 
+@dataclass
+class Beat:
+    """What the heartbeat knows: until when the lease surely holds (the last renewal)."""
+
+    until: float
+    lost: bool = False
+
+
 @contextlib.asynccontextmanager
 async def heartbeat(
-    *, store: RunStore, run_id: str, token: str, lease_seconds: float, clock: Callable[[], float]
-) -> AsyncIterator[None]:
-    """Renew the lease every third of its length until the block ends.
+    *, store: RunStore, run_id: str, token: str, until: float, lease_seconds: float, clock: Callable[[], float]
+) -> AsyncIterator[Beat]:
+    """Renew the lease every third of its length for as long as the process holds the run.
 
-    A failing renewal is logged and retried, never raised: the pass it protects may
-    already have run side effects, and only its save can record them.
+    That is the whole hold: delivering card updates, the pass, and the save with its
+    retries (a slow store can take longer than a lease). A failing renewal is logged and
+    retried, never raised: the pass it protects may already have run side effects, and
+    only its save can record them. ``Beat.until`` tells the save how long it may retry.
     """
+    state = Beat(until=until)
 
     async def beat() -> None:
         while True:
             await asyncio.sleep(lease_seconds / 3)
+            next_until = clock() + lease_seconds
             try:
-                renewed = await asyncio.to_thread(store.renew, run_id, owner=token, lease_until=clock() + lease_seconds)
+                renewed = await asyncio.to_thread(store.renew, run_id, owner=token, lease_until=next_until)
             except Exception:
                 logger.warning("run %s: renewing the lease failed; retrying", run_id, exc_info=True)
                 continue
             if not renewed:
                 logger.warning("run %s: the lease went to another process", run_id)
+                state.lost = True
                 return
+            state.until = next_until
 
     task = asyncio.create_task(beat())
     try:
-        yield
+        yield state
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -9,7 +9,6 @@ pointed at the local stand-in for Slack.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from persistence.records import Ask, MessageRef, Run
@@ -17,30 +16,44 @@ from persistence.records import Ask, MessageRef, Run
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
+FINAL = "final"  # what ``Publisher.find_posted`` looks for: an ask key, or the run's end
+
 
 class PublishError(Exception):
     """The run's messages could not be posted (e.g. the bot is not in the channel)."""
 
 
 class Publisher(Protocol):
+    """Every call is made only after the state it shows is saved.
+
+    A call that raises delivered nothing as far as the engine knows; the record keeps it
+    owed and a later delivery (the sweeper's) first asks ``find_posted`` whether it landed
+    after all, so a message is never posted twice because a response was lost.
+    """
+
     async def run_started(self, *, run: Run, channel: str) -> MessageRef:
         """Announce the run; the returned message is the thread all its messages go to."""
         ...
 
-    async def asks_raised(self, *, run: Run, asks: Sequence[Ask]) -> dict[str, MessageRef]:
-        """Post one card per ask; returns where each card landed, by ask key.
-
-        Called before the asks are saved, so a card that is posted is always found by
-        its ask key. An ask missing from the result is saved without a card reference.
-        """
+    async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
+        """Post the ask's card in the run's thread."""
         ...
 
-    async def ask_changed(self, *, run: Run, ask: Ask) -> None:
-        """Replace an ask's card after a decision or when the run moved on without it."""
+    async def update_card(self, *, run: Run, ask: Ask) -> None:
+        """Make the ask's card show ``ask.view``: live, decided, or closed and why."""
         ...
 
-    async def run_finished(self, *, run: Run) -> None:
-        """Post the final output, the failure or the cancellation in the run's thread."""
+    async def post_final(self, *, run: Run) -> MessageRef:
+        """Post the final output, the failure, the rejection or the cancellation."""
+        ...
+
+    async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
+        """The message already posted for ``what`` (an ask key, ``FINAL``, or the run's
+        announcement when the run has no thread yet), or None."""
+        ...
+
+    async def retract(self, *, ref: MessageRef) -> None:
+        """Delete a message that turned out to be a duplicate."""
         ...
 
 

@@ -40,7 +40,11 @@ STALE_ANSWERS = "approval_bot_stale_answers"  # invocation-state key: interrupt 
 
 
 def prepare(graph: Graph) -> None:
-    """Adjust a graph (and graphs nested in it) right after it was built."""
+    """Adjust a graph (and graphs nested in it) right after it was built.
+
+    The first call imports ``engine.strands_internals``, which checks the Strands internals
+    these adjustments rely on: if they changed, the pass fails here, before running unguarded.
+    """
     _scope_before_tools_ids()
     for agent in agents_under(graph):
         _apply_edits_on(agent)
@@ -61,8 +65,10 @@ def agents_under(executor: Any) -> list[Agent]:
 
 def edited_input(agent: Any, tool_use_id: str) -> dict[str, Any] | None:
     """The input a person edited this tool call to, if any (from the agent's interrupts)."""
+    from engine.strands_internals import interrupts_of
+
     prefix = f"{TOOL_GATE_ID_PREFIX}{tool_use_id}:"
-    for interrupt_id, interrupt in agent._interrupt_state.interrupts.items():
+    for interrupt_id, interrupt in interrupts_of(agent).items():
         response = interrupt.response
         if interrupt_id.startswith(prefix) and isinstance(response, dict) and "edited_input" in response:
             edited: dict[str, Any] = response["edited_input"]
@@ -74,10 +80,12 @@ def _apply_edits_on(agent: Agent) -> None:
     from strands.hooks import BeforeToolCallEvent
     from strands.hooks.registry import HookOrder
 
+    from engine.strands_internals import interrupts_of
+
     def apply_edit(event: BeforeToolCallEvent) -> None:
         stale = set(event.invocation_state.get(STALE_ANSWERS) or ())
         prefix = f"{TOOL_GATE_ID_PREFIX}{event.tool_use['toolUseId']}:"
-        interrupts = event.agent._interrupt_state.interrupts
+        interrupts = interrupts_of(event.agent)
         for interrupt_id in [i for i in interrupts if i in stale and i.startswith(prefix)]:
             del interrupts[interrupt_id]  # answered before the edit: asked again, about the edited call
         edited = edited_input(event.agent, str(event.tool_use["toolUseId"]))
@@ -89,23 +97,29 @@ def _apply_edits_on(agent: Agent) -> None:
 
 
 def _keep_hitl_asking(agent: Agent) -> None:
-    from strands.vended_interventions.hitl import HumanInTheLoop
     from strands.vended_interventions.hitl.classifier import ClassifierResult
 
-    registry = getattr(agent, "_intervention_registry", None)
-    for handler in getattr(registry, "handlers", None) or []:
-        if not isinstance(handler, HumanInTheLoop) or not getattr(handler, "_classifier", None):
-            continue
-        decide = handler._requires_approval
+    from engine.strands_internals import (
+        Decide,
+        hitl_classifier,
+        hitl_decision,
+        hitl_handlers,
+        interrupts_of,
+        replace_hitl_decision,
+    )
 
-        async def durable(event: BeforeToolCallEvent, _decide: Any = decide) -> ClassifierResult:
+    for handler in hitl_handlers(agent):
+        if hitl_classifier(handler) is None:
+            continue  # without a classifier every call not allowed is asked anyway
+        decide = hitl_decision(handler)
+
+        async def durable(event: BeforeToolCallEvent, _decide: Decide = decide) -> ClassifierResult:
             asked = f"{TOOL_GATE_ID_PREFIX}{event.tool_use['toolUseId']}:{_HITL_NAME_ID}"
-            if asked in event.agent._interrupt_state.interrupts:
+            if asked in interrupts_of(event.agent):
                 return ClassifierResult(requires_human_in_the_loop=True, reason="already put to a human")
-            result: ClassifierResult = await _decide(event)
-            return result
+            return await _decide(event)
 
-        handler._requires_approval = durable  # type: ignore[method-assign]
+        replace_hitl_decision(handler, decide=durable)
 
 
 _HITL_NAME_ID = uuid.uuid5(uuid.NAMESPACE_OID, HITL_INTERRUPT_NAME)
@@ -115,11 +129,11 @@ def _scope_before_tools_ids() -> None:
     global _PATCHED
     if _PATCHED:
         return
-    from strands.hooks import BeforeToolsEvent
+    from engine.strands_internals import interrupts_of, set_before_tools_interrupt_id
 
     def scoped_id(self: BeforeToolsEvent, name: str) -> str:
         legacy = f"v1:before_tools:{uuid.uuid5(uuid.NAMESPACE_OID, name)}"
-        if legacy in getattr(getattr(self.agent, "_interrupt_state", None), "interrupts", {}):
+        if legacy in interrupts_of(self.agent):
             return legacy  # saved before this patch: keep its answer
         uses = sorted(
             str(block["toolUse"]["toolUseId"]) for block in self.message.get("content", []) if "toolUse" in block
@@ -127,5 +141,5 @@ def _scope_before_tools_ids() -> None:
         scope = uuid.uuid5(uuid.NAMESPACE_OID, f"{getattr(self.agent, 'name', '')}|{','.join(uses)}")
         return f"v1:before_tools:{scope}:{uuid.uuid5(uuid.NAMESPACE_OID, name)}"
 
-    BeforeToolsEvent._interrupt_id = scoped_id  # type: ignore[method-assign]
+    set_before_tools_interrupt_id(scoped_id)
     _PATCHED = True

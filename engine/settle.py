@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.execution import Step, StepStatus
 from engine.sources import gated_tool_use_id
-from persistence.records import Ask, AskStatus, MessageRef, Run, RunStatus, Verdict
+from persistence.records import MAX_TRAIL, Ask, AskStatus, Closed, Run, RunStatus, Verdict, ask_digest
 
 # The run record must stay far below DynamoDB's 400 KB item limit whatever the graph says.
 # Slack shows about 10,000 characters of a message anyway; the full state is in the snapshot.
@@ -35,16 +35,6 @@ class Outcome:
     run: Run
     new_asks: list[Ask]
 
-    def with_cards(self, cards: dict[str, MessageRef]) -> Outcome:
-        asks = dict(self.run.asks)
-        placed = []
-        for ask in self.new_asks:
-            ref = cards.get(ask.key)
-            placed_ask = replace(ask, card=ref) if ref is not None else ask
-            asks[ask.key] = placed_ask
-            placed.append(placed_ask)
-        return Outcome(run=self.run.evolve(asks=asks), new_asks=placed)
-
 
 def new_ask_key(taken: Collection[str]) -> str:
     """A fresh key, never reused: a card from a pass that died before saving can then
@@ -57,10 +47,16 @@ def new_ask_key(taken: Collection[str]) -> str:
 def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
-    An interrupt raised again with the same id from the same node is the same ask:
-    it keeps its key and its card (partial answers re-raise the unanswered asks). An
-    ask left pending that the pass did not raise again, or any open ask of a run that
-    ended, can no longer be answered and becomes obsolete.
+    An interrupt raised again with the same id from the same node and the same content
+    is the same ask: it keeps its key and its card (partial answers re-raise the
+    unanswered asks). Raised again with other content (its digest differs: an Edit changed
+    the tool input it asks about, a takeover's model said something else), it is a new
+    question: the old ask is closed as changed, whatever was decided on it is discarded,
+    and a new ask with a new key gets a new card. An ask left pending that the pass did
+    not raise again, or any open ask of a run that ended, is closed too.
+
+    A run that ends drops its state (nothing will resume it); cards are not posted here
+    but after the save, from the record (durable before visible).
     """
     asks = dict(claimed.asks)
     for key in sent:
@@ -69,22 +65,28 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
     new_asks: list[Ask] = []
     still_open: set[str] = set()
     probe = claimed.evolve(asks=asks)
+    changed: set[str] = set()
     for raised in step.raised:
+        reason = bounded_reason(raised.reason)
+        digest = ask_digest(name=raised.name, reason=reason, tool=raised.tool)
         live = probe.live_ask_for(raised.interrupt_id, raised.node_id)
         if live is None:
             live = next(
                 (a for a in new_asks if a.interrupt_id == raised.interrupt_id and a.node_id == raised.node_id),
                 None,
             )
-        if live is not None:
+        if live is not None and live.digest == digest:
             still_open.add(live.key)
             continue
+        if live is not None and live.key in asks:
+            changed.add(live.key)
         new_asks.append(
             Ask(
                 key=new_ask_key([*asks, *(a.key for a in new_asks)]),
                 interrupt_id=raised.interrupt_id,
                 name=raised.name,
-                reason=bounded_reason(raised.reason),
+                reason=reason,
+                digest=digest,
                 node_id=raised.node_id,
                 status=AskStatus.PENDING,
                 created_at=now,
@@ -94,18 +96,25 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
         )
 
     status = _STATUS_AFTER[step.status]
+    why = Closed.FAILED if status is RunStatus.FAILED else Closed.MOVED_ON
     for key, ask in asks.items():
-        if ask.status is AskStatus.PENDING and (status.terminal or key not in still_open):
-            asks[key] = replace(ask, status=AskStatus.OBSOLETE)
+        open_ = ask.status in (AskStatus.PENDING, AskStatus.DECIDED)
+        if key in changed and open_:
+            asks[key] = replace(ask, status=AskStatus.OBSOLETE, closed=Closed.CHANGED, decision=None)
+        elif ask.status is AskStatus.PENDING and (status.terminal or key not in still_open):
+            asks[key] = replace(ask, status=AskStatus.OBSOLETE, closed=why)
     asks.update({a.key: a for a in new_asks})
     asks = _forget_oldest_finished(asks)
 
+    keep_state = not status.terminal
     run = claimed.evolve(
         status=status,
         asks=asks,
-        snapshot=step.snapshot if step.snapshot is not None else claimed.snapshot,
+        snapshot=(step.snapshot if step.snapshot is not None else claimed.snapshot) if keep_state else None,
+        state_ref=claimed.state_ref if keep_state else None,
         lease_owner=None,
         lease_until=None,
+        trail=step.trail[-MAX_TRAIL:] if step.trail else claimed.trail,
         output=_head(step.output, MAX_OUTPUT_CHARS) if status is RunStatus.COMPLETED else claimed.output,
         error=_cap(step.error, MAX_ERROR_CHARS) if status in (RunStatus.FAILED, RunStatus.REJECTED) else None,
         updated_at=now,
@@ -140,7 +149,7 @@ def bounded_reason(reason: Any) -> Any:
 def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
     """Keep the record bounded in long and cyclic runs: answered asks only matter to
     their cards, which already show the answer."""
-    finished = [a for a in asks.values() if a.status in (AskStatus.CONSUMED, AskStatus.OBSOLETE)]
+    finished = [a for a in asks.values() if a.status in (AskStatus.CONSUMED, AskStatus.OBSOLETE) and not a.card_owed]
     # A finished ask's card already shows its tool call; the record need not keep it.
     asks = {k: replace(a, tool=None) if a in finished and a.tool is not None else a for k, a in asks.items()}
     if len(finished) <= KEEP_FINISHED_ASKS:
@@ -169,29 +178,30 @@ def stale_answers(run: Run) -> list[str]:
 
 
 def merge_concurrent_decisions(*, claimed: Run, mine: Run, fresh: Run) -> Run:
-    """``mine`` plus the decisions people made while the pass ran (found in ``fresh``).
+    """``mine`` plus what others recorded while the pass ran (found in ``fresh``).
 
-    Only asks that were pending when the run was claimed can have changed: a decision
-    on one still open keeps it decided for the next round; a decision on one this pass
-    made obsolete is kept on the record (it is never silently dropped).
+    Decisions: only asks that were pending when the run was claimed can have changed; a
+    decision on one still open keeps it decided for the next round; a decision on one
+    this pass closed is kept on the record (it is never silently dropped), except on an
+    ask closed because its question changed, whose answers are void by definition.
+    Deliveries (card refs, what cards show, thread, final post) recorded meanwhile are
+    kept, so the save does not make Slack owed something it already shows.
     """
     asks = dict(mine.asks)
     for key, ask in fresh.asks.items():
-        before = claimed.asks.get(key)
-        if before is None or before.status is not AskStatus.PENDING or ask.status is not AskStatus.DECIDED:
-            continue
         current = asks.get(key)
         if current is None:
             continue
-        status = AskStatus.DECIDED if current.status is AskStatus.PENDING else AskStatus.OBSOLETE
-        asks[key] = replace(current, status=status, decision=ask.decision)
-    return mine.evolve(asks=asks)
-
-
-def obsoleted(before: Run, after: Run) -> list[Ask]:
-    """Asks that became obsolete between two versions: their cards lose their buttons."""
-    return [
-        ask
-        for key, ask in after.asks.items()
-        if ask.status is AskStatus.OBSOLETE and key in before.asks and before.asks[key].status is not AskStatus.OBSOLETE
-    ]
+        if current.card is None and ask.card is not None:
+            current = replace(current, card=ask.card, shown=current.shown or ask.shown)
+        elif current.shown is None and ask.shown is not None:
+            current = replace(current, shown=ask.shown)
+        before = claimed.asks.get(key)
+        decided_meanwhile = (
+            before is not None and before.status is AskStatus.PENDING and ask.status is AskStatus.DECIDED
+        )
+        if decided_meanwhile and current.closed is not Closed.CHANGED:
+            status = AskStatus.DECIDED if current.status is AskStatus.PENDING else AskStatus.OBSOLETE
+            current = replace(current, status=status, decision=ask.decision)
+        asks[key] = current
+    return mine.evolve(asks=asks, thread=mine.thread or fresh.thread, final=mine.final or fresh.final)

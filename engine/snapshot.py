@@ -82,24 +82,28 @@ def _completed_agents(orchestrator: Any) -> dict[str, Any]:
     """Conversations a revisit continues: only needed when the graph does not reset them."""
     from strands.agent import Agent
 
-    if getattr(orchestrator, "reset_on_revisit", True) or not hasattr(orchestrator, "state"):
+    from engine.strands_internals import completed_nodes, continues_revisits, interrupted_nodes, model_state_of
+
+    if not continues_revisits(orchestrator):
         return {}
     kept: dict[str, Any] = {}
-    for node in getattr(orchestrator.state, "completed_nodes", set()):
+    for node in completed_nodes(orchestrator):
         agent = node.executor
-        if isinstance(agent, Agent) and node not in orchestrator.state.interrupted_nodes:
+        if isinstance(agent, Agent) and node not in interrupted_nodes(orchestrator):
             kept[node.node_id] = {
                 "messages": agent.messages,
                 "state": agent.state.get(),
-                "model_state": agent._model_state,
+                "model_state": model_state_of(agent),
             }
     return kept
 
 
 def _restore(orchestrator: Any, payload: dict[str, Any]) -> None:
+    from engine.strands_internals import snapshot_interrupt_activated
+
     nested: dict[str, Any] = payload.pop(_NESTED, None) or {}
-    interrupt_state = (payload.get("_internal_state") or {}).get("interrupt_state") or {}
-    if payload.get("type") == "graph" and interrupt_state.get("activated") and not payload.get("next_nodes_to_execute"):
+    interrupted = snapshot_interrupt_activated(payload)
+    if payload.get("type") == "graph" and interrupted and not payload.get("next_nodes_to_execute"):
         payload["next_nodes_to_execute"] = list(payload.get("interrupted_nodes") or [])
     agents: dict[str, Any] = payload.pop(_AGENTS, None) or {}
     orchestrator.deserialize_state(payload)
@@ -113,12 +117,16 @@ def _restore(orchestrator: Any, payload: dict[str, Any]) -> None:
 def _mark_interrupted(orchestrator: Any) -> None:
     from strands.multiagent.base import Status
 
-    for node in getattr(getattr(orchestrator, "state", None), "interrupted_nodes", None) or ():
+    from engine.strands_internals import interrupted_nodes
+
+    for node in interrupted_nodes(orchestrator):
         node.execution_status = Status.INTERRUPTED
 
 
 def _restore_agents(orchestrator: Any, agents: dict[str, Any]) -> None:
     from strands.agent.state import AgentState
+
+    from engine.strands_internals import set_model_state
 
     nodes = getattr(orchestrator, "nodes", None) or {}
     for node_id, saved in agents.items():
@@ -127,7 +135,7 @@ def _restore_agents(orchestrator: Any, agents: dict[str, Any]) -> None:
             continue
         agent.messages = saved["messages"]
         agent.state = AgentState(saved["state"])
-        agent._model_state = saved.get("model_state") or {}
+        set_model_state(agent, model_state=saved.get("model_state") or {})
 
 
 def _nested_orchestrators(orchestrator: Any) -> list[tuple[str, Any]]:

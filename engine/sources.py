@@ -46,14 +46,12 @@ def gated_tool_use_id(interrupt_id: str) -> str | None:
 
 
 def _trust_enabled(*, graph: Graph, node_id: str) -> bool:
-    from strands.vended_interventions.hitl import HumanInTheLoop
-
     from engine.prepare import agents_under
+    from engine.strands_internals import hitl_handlers, hitl_trust_enabled
 
     node = graph.nodes.get(node_id)
     for agent in agents_under(getattr(node, "executor", None)):  # nested graphs and swarms too
-        handlers = getattr(getattr(agent, "_intervention_registry", None), "handlers", None) or []
-        if any(isinstance(h, HumanInTheLoop) and getattr(h, "_enable_trust", False) for h in handlers):
+        if any(hitl_trust_enabled(h) for h in hitl_handlers(agent)):
             return True
     return False
 

@@ -33,12 +33,12 @@ from typing import Any, cast
 
 from strands import tool as strands_tool
 from strands.interrupt import InterruptException
-from strands.types._events import ToolInterruptEvent, ToolStreamEvent
 from strands.types.events import ToolResultEvent
 from strands.types.session import decode_bytes_values, encode_bytes_values
 from strands.types.tools import AgentTool, ToolContext, ToolGenerator, ToolResult, ToolSpec, ToolUse
 
 from engine.sources import REVIEW_INTERRUPT_PREFIX
+from engine.strands_internals import ToolInterruptEvent, ToolStreamEvent, tool_context_from
 
 __all__ = ["REVIEW_STATE_PREFIX", "ReplayedToolError", "ReviewedTool", "review_after"]
 
@@ -188,9 +188,10 @@ class ReviewedTool(AgentTool):
         agent = invocation_state.get("agent")
         if agent is None:  # Strands' executor always puts it there
             raise RuntimeError(f"review_after({self._name}) needs the agent in invocation_state")
-        # The same context the @tool(context=True) decorator builds, so interrupt() registers on
-        # agent._interrupt_state and gets the v1:tool_call:<toolUseId>:... id a decorated tool would.
-        context = cast(ToolContext[Any] | None, kwargs.get("_tool_context")) or ToolContext(
+        # The context Strands' executor hands tools, else the same one the @tool(context=True)
+        # decorator builds: interrupt() registers on the agent's interrupt state and gets the
+        # v1:tool_call:<toolUseId>:... id a decorated tool would.
+        context = tool_context_from(kwargs) or ToolContext(
             tool_use=tool_use,
             agent=agent,
             invocation_state=invocation_state,

@@ -9,12 +9,20 @@ the store's conditional writes recognise their own earlier attempt (see dynamodb
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import boto3
+import botocore.exceptions
 from botocore.config import Config
 from botocore.exceptions import ClientError
+
+from persistence.base import StoreBroken, StoreError, StoreUnavailable
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -95,11 +103,16 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
     return lines
 
 
+STATE_PREFIX = "runs/"
+STATE_EXPIRY_DAYS = 30  # the sweeper rewrites a waiting run's state a week before this
+
+
 def _create_bucket(bucket: str) -> str:
     s3 = s3_client()
     try:
         s3.head_bucket(Bucket=bucket)
-        return f"bucket {bucket} exists"
+        _expire_state(s3, bucket)
+        return f"bucket {bucket} exists; state objects expire after {STATE_EXPIRY_DAYS} days"
     except ClientError as exc:
         if exc.response["Error"]["Code"] not in ("404", "NoSuchBucket", "NotFound"):
             raise
@@ -120,4 +133,79 @@ def _create_bucket(bucket: str) -> str:
             "RestrictPublicBuckets": True,
         },
     )
-    return f"created bucket {bucket}"
+    _expire_state(s3, bucket)
+    return f"created bucket {bucket}; state objects expire after {STATE_EXPIRY_DAYS} days"
+
+
+def _expire_state(s3: S3Client, bucket: str) -> None:
+    """A lifecycle rule for what a crash or a lost delete leaves behind.
+
+    Live state never gets that old: a waiting run's state is rewritten (a new object)
+    before it would expire, and a finished run's is deleted at once.
+    """
+    s3.put_bucket_lifecycle_configuration(
+        Bucket=bucket,
+        LifecycleConfiguration={
+            "Rules": [
+                {
+                    "ID": "approval-bot-state-expiry",
+                    "Filter": {"Prefix": STATE_PREFIX},
+                    "Status": "Enabled",
+                    "Expiration": {"Days": STATE_EXPIRY_DAYS},
+                    "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+                }
+            ]
+        },
+    )
+
+
+# Error codes that mean "try again later" (DynamoDB's and S3's); anything else a service
+# answers is a refusal that retrying will not change.
+_TRANSIENT_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "Throttling",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "InternalFailure",
+        "InternalError",
+        "ServiceUnavailable",
+        "TransactionConflictException",
+        "SlowDown",
+        "RequestTimeout",
+        "503",
+        "500",
+    }
+)
+
+
+def store_error(exc: Exception) -> StoreError:
+    """botocore's errors as the store's family (``StoreUnavailable`` or ``StoreBroken``).
+
+    By the time one reaches here botocore's standard retry mode has already retried it
+    (5 attempts with backoff), so what is transient here outlasted those retries.
+    """
+    if isinstance(exc, ClientError):
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+        text = f"{exc.operation_name}: {code or status}"
+        if code in _TRANSIENT_CODES or status >= 500:
+            return StoreUnavailable(text)
+        return StoreBroken(text)
+    if isinstance(exc, (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)):
+        return StoreUnavailable(f"{type(exc).__name__}: {exc}")
+    return StoreBroken(f"{type(exc).__name__}: {exc}")
+
+
+def mapped(method: Callable[P, T]) -> Callable[P, T]:
+    """Raise botocore's errors from ``method`` as the store's (see ``store_error``)."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except (ClientError, botocore.exceptions.BotoCoreError) as exc:
+            raise store_error(exc) from exc
+
+    return call

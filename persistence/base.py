@@ -8,13 +8,51 @@ contract suite (``tests/persistence/test_contract.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from persistence.records import Decision, Run, RunStatus, Verdict
+from persistence.records import Decision, MessageRef, Run, RunStatus, Verdict
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lease:
+    owner: str
+    until: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delivery:
+    """What Slack accepted for one run, to record with ``RunStore.record_delivery``."""
+
+    thread: MessageRef | None = None
+    cards: dict[str, MessageRef] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)
+    final: MessageRef | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.thread is None and not self.cards and not self.shown and self.final is None
 
 
 class StoreError(Exception):
-    """Base class for store errors the engine handles."""
+    """Base class for every error a store raises: callers handle one family.
+
+    Each backend maps its own errors (botocore's ``ClientError`` and ``BotoCoreError``,
+    ``sqlite3.Error``) into ``StoreUnavailable`` or ``StoreBroken``, so the engine's
+    retries and fallbacks cover all of them.
+    """
+
+
+class StoreUnavailable(StoreError):
+    """Transient: throttled, timed out, unreachable, locked. The same call may work later.
+
+    The write may or may not have happened (a lost response): every write is conditional
+    and recognises its own earlier attempt, so retrying it is safe.
+    """
+
+
+class StoreBroken(StoreError):
+    """Permanent for this call: refused as invalid, too large, not permitted, corrupt."""
 
 
 class RunExists(StoreError):
@@ -75,17 +113,34 @@ class RunStore(Protocol):
         """
         ...
 
-    def decide(self, run_id: str, ask_key: str, decision: Decision, *, now: float) -> Run:
+    def decide(
+        self,
+        run_id: str,
+        ask_key: str,
+        decision: Decision,
+        *,
+        now: float,
+        claim: Lease | None = None,
+        card: MessageRef | None = None,
+    ) -> Run:
         """Record ``decision`` on ask ``ask_key`` iff that ask is still pending.
 
         Sets the ask's status to decided, bumps ``version``, sets ``updated_at`` to
-        ``now`` and returns the whole run as stored afterwards (snapshot included).
+        ``now`` and returns the whole run as stored afterwards: its state is included when
+        it is stored with the record (``snapshot``), else ``state_ref`` names it
+        (``fetch_state``). With ``claim``, a run that is waiting and held by nobody is
+        claimed in the same write (status resuming, the lease given); the returned run's
+        ``lease_owner`` says whether that happened. A run someone holds is decided alone:
+        its holder adopts the decision when its own save finds the version moved.
+        ``card`` is where the click came from: recorded if the ask has no card yet (a
+        process died between posting the card and recording it), so it gets updated.
         Raises AskNotPending (with the stored run) when the ask is no longer pending,
         VerdictNotOffered (with the stored run) when it is pending but
         ``decision.verdict`` is not one of its ``verdicts``, RunNotFound / AskNotFound
         when there is no such run or ask. A refused call changes nothing. Exactly one of
         any number of concurrent calls for the same ask succeeds; the same call repeated
-        after it succeeded (a retry after a lost response) returns the stored run again.
+        after it succeeded (a retry after a lost response, or the same person submitting
+        the same answer again) returns the stored run again.
 
         The verdict is checked by the store, inside the same atomic step, rather than by
         the caller after a read: a check before the write would cost the ack path a read
@@ -106,7 +161,9 @@ class RunStore(Protocol):
         """Take the run's lease iff its version is ``expected_version``.
 
         Sets status, lease owner and expiry and ``updated_at``; bumps version and returns
-        the new version. Writes no snapshot (cheap). Raises VersionConflict.
+        the new version. Writes no snapshot (cheap). Raises VersionConflict. A retry
+        whose first attempt landed (its response was lost) finds its own lease token
+        stored and succeeds, whatever the version is by then.
         """
         ...
 
@@ -115,13 +172,32 @@ class RunStore(Protocol):
         ...
 
     def save(self, run: Run, *, expected_version: int) -> Run:
-        """Replace the whole record iff the stored version is ``expected_version``.
+        """Replace the record iff the stored version is ``expected_version``.
 
         The stored version becomes ``expected_version + 1``; returns the run as stored.
-        ``run.snapshot`` may be any size: backends move what does not fit in a record
-        elsewhere and must never leave the record pointing at a half-written snapshot.
-        Raises VersionConflict.
+        The state is written only when it changed: ``run.snapshot`` None with
+        ``state_ref`` set keeps the stored state, both None drops it, and a snapshot whose
+        digest matches ``state_ref`` is not written again. It may be any size: backends
+        keep it apart from the record and must never leave the record pointing at a
+        half-written state. Raises VersionConflict.
         """
+        ...
+
+    def record_delivery(self, seen: Run, delivery: Delivery) -> Run:
+        """Record what Slack accepted: the thread, card refs, what cards show, the final post.
+
+        ``seen`` is the run as the caller last read it. The write does not depend on its
+        version, so it never fails because a click landed, and touches only those
+        attributes, so it never clobbers a decision. A ref that is already recorded stays
+        (first one wins; the returned run tells a duplicate poster that its message is
+        the duplicate). Bumps ``version`` so that a holder whose save was computed before
+        it merges rather than overwrites, and brings ``sweep_at`` up to date (an empty
+        delivery only does that). Raises RunNotFound.
+        """
+        ...
+
+    def fetch_state(self, run: Run) -> bytes | None:
+        """The state ``run.state_ref`` names (for runs returned without it)."""
         ...
 
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:

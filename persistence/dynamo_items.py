@@ -15,12 +15,13 @@ come back exactly as they went in.
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import asdict, fields
 from decimal import Decimal
 from typing import Any, cast
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
+from persistence.base import Delivery
 from persistence.records import Decision, Run
 
 RUN_SK = "run"
@@ -30,7 +31,7 @@ ITEM_LIMIT = 400 * 1024  # DynamoDB's hard limit for one item, names and values 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 # Attributes of the run item that are not Run fields.
-_STORE_ATTRS = ("pk", "sk", "snap", "snap_ref", "sweep_pk", "sweep_at", "expires_at")
+_STORE_ATTRS = ("pk", "sk", "state", "sweep_pk", "sweep_at", "expires_at", "write_id")
 # Attributes of the run item that are Run fields (``run_item`` names them after the
 # fields); derived, so that a field added to Run is read without anyone editing a list.
 RUN_ATTRS = tuple(f.name for f in fields(Run) if f.name != "snapshot")
@@ -56,8 +57,7 @@ def decision_value(decision: Decision) -> dict[str, Any]:
     return wire(data)
 
 
-def run_item(run: Run, *, expires_at: float | None) -> dict[str, Any]:
-    """The run item without its snapshot attributes (the store adds ``snap``/``snap_ref``)."""
+def _doc(run: Run) -> dict[str, Any]:
     doc = run.to_dict()
     for ask in doc["asks"].values():
         ask["reason"] = _json(ask["reason"])
@@ -65,6 +65,12 @@ def run_item(run: Run, *, expires_at: float | None) -> dict[str, Any]:
             ask["tool"] = _json(ask["tool"])
         if "decision" in ask and "edited_input" in ask["decision"]:
             ask["decision"]["edited_input"] = _json(ask["decision"]["edited_input"])
+    return doc
+
+
+def run_item(run: Run, *, expires_at: float | None) -> dict[str, Any]:
+    """The run item without its state (the store adds ``state`` when it is inline)."""
+    doc = _doc(run)
     item = {name: wire(value) for name, value in doc.items() if value is not None}
     item.update(key(run.run_id))
     if run.sweep_at is not None:
@@ -73,6 +79,108 @@ def run_item(run: Run, *, expires_at: float | None) -> dict[str, Any]:
     if expires_at is not None:
         item["expires_at"] = {"N": str(int(expires_at))}
     return item
+
+
+def save_expression(
+    run: Run,
+    *,
+    expires_at: float | None,
+    write_id: str,
+    inline_state: bytes | None,
+    drop_inline: bool,
+    expected_version: int,
+) -> dict[str, Any]:
+    """UpdateItem arguments that make the record ``run`` (fields, index, TTL), state aside.
+
+    An update rather than a put: a put replaces the whole item, so a state kept in the
+    item would have to be sent (and billed) again with every save that did not change it.
+    """
+    names: dict[str, str] = {"#version": "version"}
+    values: dict[str, Any] = {":expected": wire(expected_version), ":write_id": {"S": write_id}}
+    sets, removes = ["write_id = :write_id"], []
+    for n, (name, value) in enumerate(_doc(run).items()):
+        names[f"#f{n}"] = name
+        if name == "version":
+            sets.append(f"#f{n} = :f{n}")
+            values[f":f{n}"] = wire(value)
+        elif value is None:
+            removes.append(f"#f{n}")
+        else:
+            sets.append(f"#f{n} = :f{n}")
+            values[f":f{n}"] = wire(value)
+    extra: dict[str, Any] = {
+        "sweep_pk": {"S": SWEEP_PK} if run.sweep_at is not None else None,
+        "sweep_at": wire(run.sweep_at) if run.sweep_at is not None else None,
+        "expires_at": {"N": str(int(expires_at))} if expires_at is not None else None,
+    }
+    for name, wired in extra.items():
+        if wired is None:
+            removes.append(name)
+        else:
+            sets.append(f"{name} = :{name}")
+            values[f":{name}"] = wired
+    if inline_state is not None:
+        names["#state"] = "state"
+        sets.append("#state = :state")
+        values[":state"] = {"B": inline_state}
+    elif drop_inline:
+        names["#state"] = "state"
+        removes.append("#state")
+    expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    return {"UpdateExpression": expression, "ExpressionAttributeNames": names, "ExpressionAttributeValues": values}
+
+
+_UNSET: Any = object()
+
+
+def delivery_expression(
+    delivery: Delivery, *, sweep_at: Any = _UNSET, seen_version: int | None = None
+) -> dict[str, Any]:
+    """UpdateItem arguments recording ``delivery``; refs already stored are kept (if_not_exists)."""
+    names: dict[str, str] = {"#version": "version"}
+    values: dict[str, Any] = {":one": {"N": "1"}}
+    sets = ["#version = #version + :one"]
+    removes: list[str] = []
+    if delivery.thread is not None:
+        names["#thread"] = "thread"
+        values[":thread"] = wire(asdict(delivery.thread))
+        sets.append("#thread = if_not_exists(#thread, :thread)")
+    if delivery.final is not None:
+        names["#final"] = "final"
+        values[":final"] = wire(asdict(delivery.final))
+        sets.append("#final = if_not_exists(#final, :final)")
+    keys = {k: f"#a{n}" for n, k in enumerate(dict.fromkeys([*delivery.cards, *delivery.shown]))}
+    names.update({placeholder: k for k, placeholder in keys.items()})
+    if keys:
+        names["#asks"] = "asks"
+    if delivery.cards:
+        names["#card"] = "card"
+    if delivery.shown:
+        names["#shown"] = "shown"
+    for n, (k, ref) in enumerate(delivery.cards.items()):
+        path = f"#asks.{keys[k]}.#card"
+        values[f":c{n}"] = wire(asdict(ref))
+        sets.append(f"{path} = if_not_exists({path}, :c{n})")
+    for n, (k, shown) in enumerate(delivery.shown.items()):
+        values[f":s{n}"] = {"S": shown}
+        sets.append(f"#asks.{keys[k]}.#shown = :s{n}")
+    if sweep_at is not _UNSET:
+        if sweep_at is None:
+            removes += ["sweep_pk", "sweep_at"]
+        else:
+            values.update({":sweep_pk": {"S": SWEEP_PK}, ":sweep_at": wire(sweep_at)})
+            sets += ["sweep_pk = :sweep_pk", "sweep_at = :sweep_at"]
+    if seen_version is not None:
+        values[":seen"] = wire(seen_version)
+    expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    return {"UpdateExpression": expression, "ExpressionAttributeNames": names, "ExpressionAttributeValues": values}
+
+
+def state_ref_of(item: dict[str, Any]) -> dict[str, Any] | None:
+    if "state_ref" not in item:
+        return None
+    ref: dict[str, Any] = plain({"r": item["state_ref"]})["r"]
+    return ref
 
 
 def run_projection() -> dict[str, Any]:
@@ -90,7 +198,7 @@ def plain(item: dict[str, Any]) -> dict[str, Any]:
     return {name: _python(_deserializer.deserialize(value)) for name, value in item.items()}
 
 
-def run_from_item(item: dict[str, Any], snapshot: bytes | None) -> Run:
+def run_from_item(item: dict[str, Any], snapshot: bytes | None = None) -> Run:
     data = plain(item)
     for name in _STORE_ATTRS:
         data.pop(name, None)

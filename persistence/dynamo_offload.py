@@ -1,11 +1,14 @@
-"""Snapshots too large for the run item: chunk items in the table, or one S3 object.
+"""Run state apart from the run record: chunk items in the table, or one S3 object.
 
-The store decides when to offload and owns the ordering of writes (see ``_put`` in
-dynamodb.py); this module only writes, reads and deletes the pieces a ``snap_ref``
-names. Every piece's key carries the run's new version and a random nonce, so two
-writers never share a key, and a reader checks size and sha256 before trusting what it
-assembled: a mismatch means a concurrent save replaced the pieces (``SnapshotMoved``,
-the caller reads the item again).
+The store decides when and owns the ordering of writes (see ``save`` in dynamodb.py);
+this module only writes, reads and deletes the pieces a ``state_ref`` names. Every
+piece's key carries a random nonce, so two writers never share a key, and a reader
+checks size and checksum before trusting what it assembled: a mismatch means a
+concurrent save replaced the pieces (``SnapshotMoved``, the caller reads the item again).
+
+Chunk items carry a TTL and are never deleted by hand: DynamoDB bills a delete by the
+size of what it deletes, while expiry is free. S3 deletes are free, so superseded
+objects go at once (and a bucket lifecycle rule catches what a crash left behind).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from persistence import dynamo_items as items
-from persistence.base import StoreError
+from persistence.base import StoreBroken, StoreUnavailable
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -42,18 +45,18 @@ class Offloader:
         self._s3 = s3 if bucket else None
         self._bucket = bucket or ""
 
-    def put(self, run_id: str, version: int, blob: bytes, *, expires_at: float | None) -> dict[str, Any]:
-        """Write ``blob`` under fresh keys; returns the ``snap_ref`` pointing at them."""
-        nonce = secrets.token_hex(4)
-        ref: dict[str, Any] = {"version": version, "size": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+    def put(self, run_id: str, blob: bytes, *, expires_at: float) -> dict[str, Any]:
+        """Write ``blob`` under fresh keys; returns the ``state_ref`` pointing at them."""
+        nonce = secrets.token_hex(6)
+        ref: dict[str, Any] = {"size": len(blob), "check": hashlib.sha256(blob).hexdigest()}
         if self._s3 is not None:
-            ref.update(kind="s3", key=f"runs/{run_id}/snapshot-{version}-{nonce}")
+            ref.update(kind="s3", key=f"runs/{run_id}/state-{nonce}")
             self._s3.put_object(Bucket=self._bucket, Key=ref["key"], Body=blob)
             return ref
-        prefix = f"snap#{version}#{nonce}#"
+        prefix = f"state#{nonce}#"
         chunks = [blob[i : i + CHUNK_SIZE] for i in range(0, len(blob), CHUNK_SIZE)]
         ref.update(kind="chunks", key=prefix, count=len(chunks))
-        extra = {"expires_at": {"N": str(int(expires_at))}} if expires_at is not None else {}
+        extra = {"expires_at": {"N": str(int(expires_at))}}
         self._batch(
             [
                 {"PutRequest": {"Item": {**items.key(run_id, f"{prefix}{n:04d}"), "data": {"B": c}, **extra}}}
@@ -62,27 +65,32 @@ class Offloader:
         )
         return ref
 
-    def drop(self, run_id: str, ref: dict[str, Any]) -> None:
-        """Delete pieces nobody points at any more; a failure only leaves garbage."""
+    def drop(self, run_id: str, ref: dict[str, Any], *, chunks_too: bool = False) -> None:
+        """Delete pieces nobody points at any more: S3 objects always, chunks only when asked.
+
+        Superseded chunks are left to expire (free); the chunks of a save that lost its
+        condition are deleted, since they were never pointed at and would otherwise sit
+        there for the whole TTL. A failure only leaves garbage that TTL or the bucket's
+        lifecycle rule removes.
+        """
         try:
-            if ref["kind"] == "s3":
-                if self._s3 is not None:
-                    self._s3.delete_object(Bucket=self._bucket, Key=ref["key"])
-                return
-            keys = [items.key(run_id, f"{ref['key']}{n:04d}") for n in range(int(ref["count"]))]
-            self._batch([{"DeleteRequest": {"Key": k}} for k in keys])
+            if ref.get("kind") == "s3" and self._s3 is not None:
+                self._s3.delete_object(Bucket=self._bucket, Key=ref["key"])
+            elif ref.get("kind") == "chunks" and chunks_too:
+                keys = [items.key(run_id, f"{ref['key']}{n:04d}") for n in range(int(ref["count"]))]
+                self._batch([{"DeleteRequest": {"Key": k}} for k in keys])
         except Exception:
             log.warning("could not delete snapshot %s of run %s", ref.get("key"), run_id, exc_info=True)
 
     def fetch(self, run_id: str, ref: dict[str, Any]) -> bytes:
         blob = self._fetch_s3(ref) if ref["kind"] == "s3" else self._fetch_chunks(run_id, ref)
-        if len(blob) != ref["size"] or hashlib.sha256(blob).hexdigest() != ref["sha256"]:
+        if len(blob) != ref["size"] or hashlib.sha256(blob).hexdigest() != ref["check"]:
             raise SnapshotMoved
         return blob
 
     def _fetch_s3(self, ref: dict[str, Any]) -> bytes:
         if self._s3 is None:
-            raise StoreError(f"snapshot {ref['key']} is in S3 but this store has no bucket configured")
+            raise StoreBroken(f"state {ref['key']} is in S3 but this store has no bucket configured")
         try:
             return self._s3.get_object(Bucket=self._bucket, Key=ref["key"])["Body"].read()
         except ClientError as exc:
@@ -118,4 +126,4 @@ class Offloader:
                     break
                 time.sleep(min(0.05 * 2**attempt, 2.0))
             else:
-                raise StoreError(f"DynamoDB kept {len(pending)} snapshot writes unprocessed")
+                raise StoreUnavailable(f"DynamoDB kept {len(pending)} state writes unprocessed")

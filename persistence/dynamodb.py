@@ -1,38 +1,42 @@
-"""The production store: one DynamoDB table, optionally an S3 bucket for large snapshots.
+"""The production store: one DynamoDB table, optionally an S3 bucket for run state.
 
 Item layout (one table, ``pk``/``sk`` strings)::
 
-    pk = "run#<run_id>", sk = "run"             the run item
-        run_id, graph, task, started_by, status, version (N), created_at (N),
-        updated_at (N), thread (M), lease_owner, lease_until (N), output,
+    pk = "run#<run_id>", sk = "run"             the run record: small, rewritten often
+        run_id, graph, task, started_by, channel, status, version (N), created_at (N),
+        updated_at (N), thread (M), final (M), lease_owner, lease_until (N), output,
         error                                   Run fields; None fields are absent
-        asks (M)       ask key -> {key, verdicts (L of S), interrupt_id, name,
+        asks (M)       ask key -> {key, digest, verdicts (L of S), interrupt_id, name,
                        reason (S: JSON text), node_id, status, created_at (N),
-                       decision (M), card (M), tool (S: JSON text)}
-        snap (B)       the encoded snapshot (persistence/snapshots.py) when it fits, or
-        snap_ref (M)   {kind: "chunks" | "s3", key, version, count, size, sha256}
+                       decision (M), card (M), shown, closed, tool (S: JSON text)}
+        state_ref (M)  {kind: "inline" | "chunks" | "s3", sha256, size, check, key,
+                       count, expires_at}: where the graph state is
+        state (B)      the encoded state, only while it is tiny (kind "inline")
         sweep_pk = "sweep", sweep_at (N)        only while Run.sweep_at is set (sparse GSI)
         expires_at (N) TTL, set once a run is terminal
-    pk = "run#<run_id>", sk = "snap#<version>#<nonce>#<nnnn>"   snapshot chunk: data (B)
-    S3: runs/<run_id>/snapshot-<version>-<nonce>                snapshot object
+        write_id       names the last write (a retried write recognises itself)
+    pk = "run#<run_id>", sk = "state#<nonce>#<nnnn>"   state chunk: data (B), expires_at
+    S3: runs/<run_id>/state-<nonce>                     state object
 
-GSI ``sweep``: hash ``sweep_pk``, range ``sweep_at``, keys only. One partition holds
-every run that may need sweeping; that is a few hundred items at most, read by one
-sweeper, so the hot key does not matter.
+GSI ``sweep``: hash ``sweep_pk``, range ``sweep_at``, keys only.
 
-Asks are a map inside the run item so that a decision is a single conditional
-UpdateItem on ``asks.<key>.status`` (and ``asks.<key>.verdicts``, which must offer the
-verdict) that also bumps ``version`` (see records.py). An approval cycle costs five
-requests: create, save, decide, claim, save.
+Why the state lives apart: a decision, a claim, a lease renewal and a delivery record
+are written several times per approval, the state once. DynamoDB bills a write by the
+larger of the item's size before and after, so a state inside the record would be paid
+for on every one of them. Saves are UpdateItems that leave the state alone unless it
+changed. Finished runs drop their state; chunks carry a TTL (deleting them would be
+billed by their size, expiry is free) that the sweeper renews for runs still waiting.
 
-Offloaded snapshot keys carry a random nonce besides the version: two writers that read
-the same version (one of them about to lose its conditional put) would otherwise write
-the same chunk keys, and the loser's clean-up would delete the winner's snapshot.
+Asks are a map inside the record so that a decision is a single conditional UpdateItem
+on ``asks.<key>.status`` that also bumps ``version`` and, when nobody holds the run,
+claims it. One approval costs: create, save, record cards, decide-and-claim, save,
+record the final message.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
@@ -42,25 +46,25 @@ from persistence import dynamo_items as items
 from persistence.base import (
     AskNotFound,
     AskNotPending,
+    Delivery,
+    Lease,
     RunExists,
     RunNotFound,
-    StoreError,
+    StoreBroken,
+    StoreUnavailable,
     VerdictNotOffered,
     VersionConflict,
 )
 from persistence.dynamo_offload import Offloader, SnapshotMoved
-from persistence.records import DEFAULT_VERDICTS, AskStatus, Decision, Run, RunStatus
+from persistence.records import DEFAULT_VERDICTS, AskStatus, Decision, MessageRef, Run, RunStatus
+from persistence.rules import apply_delivery
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-INLINE_LIMIT = 300 * 1024  # whole run item; the rest of the 400 KB leaves room for decisions
+INLINE_STATE_LIMIT = 2 * 1024  # encoded bytes kept in the record: less than a request's worth
 _READ_ATTEMPTS = 3
-
-
-class _ConditionFailed(Exception):
-    pass
 
 
 class DynamoRunStore:
@@ -77,58 +81,149 @@ class DynamoRunStore:
         self._ddb = client or aws.dynamodb_client()
         s3 = s3_client or (aws.s3_client() if bucket else None)
         self._offload = Offloader(self._ddb, table, s3, bucket)
-        self._retention = retention_days * 86400 if retention_days else None
+        self._retention = retention_days * 86400 if retention_days else 30 * 86400.0
+        self._finished_ttl = retention_days is not None
 
     # -- RunStore ------------------------------------------------------------------
 
+    @aws.mapped
     def create(self, run: Run) -> None:
+        stored, inline, new_ref = self._place_state(run.evolve(state_ref=None))
+        item = items.run_item(stored, expires_at=None)
+        if inline is not None:
+            item["state"] = {"B": inline}
         try:
-            self._put(run, condition="attribute_not_exists(pk)", names={}, values={})
-        except _ConditionFailed:
-            raise RunExists(run.run_id) from None
+            self._ddb.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as exc:
+            if _condition_failed(exc):
+                if new_ref is not None:
+                    self._offload.drop(run.run_id, new_ref, chunks_too=True)
+                raise RunExists(run.run_id) from None
+            raise
 
+    def _place_state(self, run: Run) -> tuple[Run, bytes | None, dict[str, Any] | None]:
+        """``run`` as the record will hold it, the inline state if any, and the new offloaded ref.
+
+        A changed state that does not fit inline is written here, under fresh keys, before
+        the record that will point at it (see the timeline in ``save``).
+        """
+        step = snapshots.plan(run.snapshot, run.state_ref)
+        stored = run.evolve(snapshot=None)
+        if step.action == "keep":
+            return stored, None, None
+        if step.action == "drop":
+            return stored.evolve(state_ref=None), None, None
+        assert step.raw is not None and step.sha256 is not None
+        blob = snapshots.encode(step.raw)
+        if len(blob) <= INLINE_STATE_LIMIT:
+            return stored.evolve(state_ref={"kind": "inline", "sha256": step.sha256, "size": len(blob)}), blob, None
+        expires = time.time() + self._retention
+        ref = self._offload.put(run.run_id, blob, expires_at=expires)
+        ref.update(sha256=step.sha256, expires_at=int(expires))
+        return stored.evolve(state_ref=ref), None, ref
+
+    @aws.mapped
     def load(self, run_id: str, *, snapshot: bool = True) -> Run | None:
         if not snapshot:
-            return self._load_without_snapshot(run_id)
+            got = self._ddb.get_item(
+                TableName=self._table, Key=items.key(run_id), ConsistentRead=True, **items.run_projection()
+            )
+            return items.run_from_item(got["Item"]) if "Item" in got else None
         for _ in range(_READ_ATTEMPTS):
             got = self._ddb.get_item(TableName=self._table, Key=items.key(run_id), ConsistentRead=True)
             if "Item" not in got:
                 return None
             try:
-                return items.run_from_item(got["Item"], self._snapshot(got["Item"]))
+                return self._with_state(got["Item"])
             except SnapshotMoved:
                 continue
-        raise StoreError(f"run {run_id}: snapshot kept changing while being read")
+        raise StoreUnavailable(f"run {run_id}: its state kept changing while being read")
 
-    def decide(self, run_id: str, ask_key: str, decision: Decision, *, now: float) -> Run:
-        # sweep_at = now even if the run is leased (one UpdateItem cannot branch on status):
-        # a sweeper that looks early sees the live lease and leaves the run alone.
-        # The condition checks both "pending" and "offered", so a refusal costs no more
-        # than an acceptance; which one failed is read off the ALL_OLD item afterwards.
+    @aws.mapped
+    def fetch_state(self, run: Run) -> bytes | None:
+        if run.snapshot is not None or run.state_ref is None:
+            return run.snapshot
+        if run.state_ref.get("kind") == "inline":
+            got = self._ddb.get_item(
+                TableName=self._table,
+                Key=items.key(run.run_id),
+                ConsistentRead=True,
+                ProjectionExpression="#s",
+                ExpressionAttributeNames={"#s": "state"},
+            )
+            blob = got.get("Item", {}).get("state", {}).get("B")
+            return snapshots.decode(bytes(blob)) if blob is not None else None
+        try:
+            return snapshots.decode(self._offload.fetch(run.run_id, run.state_ref))
+        except SnapshotMoved:
+            fresh = self.load(run.run_id)
+            return fresh.snapshot if fresh is not None else None
+
+    @aws.mapped
+    def decide(
+        self,
+        run_id: str,
+        ask_key: str,
+        decision: Decision,
+        *,
+        now: float,
+        claim: Lease | None = None,
+        card: MessageRef | None = None,
+    ) -> Run:
+        try:
+            return self._decide(run_id, ask_key, decision, now=now, claim=claim, card=card)
+        except _HeldByOthers:
+            # Pending and offered, but someone holds the run: decide alone. The holder's
+            # save then fails its version check and it adopts this decision.
+            return self._decide(run_id, ask_key, decision, now=now, claim=None, card=card)
+
+    def _decide(
+        self, run_id: str, ask_key: str, decision: Decision, *, now: float, claim: Lease | None, card: MessageRef | None
+    ) -> Run:
+        # One UpdateItem cannot branch on status, so the claim is part of the condition:
+        # it holds only while the run waits and nobody holds it. When the claim part is
+        # what failed (read off the ALL_OLD item), the caller decides alone.
+        values: dict[str, Any] = {
+            ":decided": {"S": AskStatus.DECIDED.value},
+            ":pending": {"S": AskStatus.PENDING.value},
+            ":verdict": {"S": decision.verdict.value},
+            ":d": items.decision_value(decision),
+            ":one": {"N": "1"},
+            ":now": items.wire(now),
+            ":sweep": {"S": items.SWEEP_PK},
+            **({":none": {"N": "0"}} if decision.verdict in DEFAULT_VERDICTS else {}),
+        }
+        update = (
+            "SET asks.#k.#st = :decided, asks.#k.decision = :d, #version = #version + :one,"
+            " updated_at = :now, sweep_pk = :sweep"
+        )
+        condition = f"asks.#k.#st = :pending AND {_offers(decision)}"
+        names = {"#k": ask_key, "#st": "status", "#version": "version", "#verdicts": "verdicts"}
+        if card is not None:
+            update += ", asks.#k.#card = if_not_exists(asks.#k.#card, :card)"
+            names["#card"] = "card"
+            values[":card"] = items.wire({"channel": card.channel, "ts": card.ts})
+        if claim is None:
+            update += ", sweep_at = :now"
+        else:
+            update += ", #st = :resuming, lease_owner = :owner, lease_until = :until, sweep_at = :until"
+            condition += " AND #st = :waiting AND (attribute_not_exists(lease_owner) OR lease_until < :now)"
+            values.update(
+                {
+                    ":resuming": {"S": RunStatus.RESUMING.value},
+                    ":waiting": {"S": RunStatus.WAITING.value},
+                    ":owner": {"S": claim.owner},
+                    ":until": items.wire(claim.until),
+                }
+            )
         try:
             got = self._ddb.update_item(
                 TableName=self._table,
                 Key=items.key(run_id),
-                UpdateExpression="SET asks.#k.#st = :decided, asks.#k.decision = :d,"
-                " #version = #version + :one, updated_at = :now,"
-                " sweep_pk = :sweep, sweep_at = :now",
-                ConditionExpression=f"asks.#k.#st = :pending AND {_offers(decision)}",
-                ExpressionAttributeNames={
-                    "#k": ask_key,
-                    "#st": "status",
-                    "#version": "version",
-                    "#verdicts": "verdicts",
-                },
-                ExpressionAttributeValues={
-                    ":decided": {"S": AskStatus.DECIDED.value},
-                    ":pending": {"S": AskStatus.PENDING.value},
-                    ":verdict": {"S": decision.verdict.value},
-                    **({":none": {"N": "0"}} if decision.verdict in DEFAULT_VERDICTS else {}),
-                    ":d": items.decision_value(decision),
-                    ":one": {"N": "1"},
-                    ":now": items.wire(now),
-                    ":sweep": {"S": items.SWEEP_PK},
-                },
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -139,21 +234,24 @@ class DynamoRunStore:
             old = _stored_item(exc)
             if old is None:
                 raise RunNotFound(run_id) from None
-            run = items.run_from_item(old, None)
+            run = items.run_from_item(old)
             ask = run.asks.get(ask_key)
             if ask is None:
                 raise AskNotFound(f"{run_id}/{ask_key}") from None
-            if ask.status is AskStatus.DECIDED and ask.decision == decision:
-                return self._with_snapshot(old)  # our own write, retried after a lost response
+            if ask.status is AskStatus.DECIDED and decision.same_answer(ask.decision):
+                return self._inline(old)  # our own write, retried after a lost response (or resubmitted)
             if ask.status is not AskStatus.PENDING:
                 raise AskNotPending(run, ask_key) from None
             if decision.verdict not in ask.verdicts:
                 raise VerdictNotOffered(run, ask_key, decision.verdict) from None
+            if claim is not None:
+                raise _HeldByOthers from None
             # Pending and offered as parsed, yet the condition failed: _offers and
             # Ask.from_dict disagree about this item. Refuse rather than guess.
-            raise StoreError(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
-        return self._with_snapshot(got["Attributes"])
+            raise StoreBroken(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
+        return self._inline(got["Attributes"])
 
+    @aws.mapped
     def claim(
         self,
         run_id: str,
@@ -189,13 +287,16 @@ class DynamoRunStore:
             if not _condition_failed(exc):
                 raise
             old = _stored_item(exc)
-            mine = old is not None and _claimed(
-                items.run_from_item(old, None), expected_version + 1, owner, lease_until
-            )
-            if not mine:  # else: our own write, retried after a lost response
-                raise VersionConflict(f"{run_id}: expected version {expected_version}") from None
+            stored = items.run_from_item(old) if old is not None else None
+            # Timeline of a lost response: claim lands (v -> v+1), the response is lost, a
+            # click lands (v+2), botocore retries and fails on the version. The token names
+            # this claim alone, so finding it stored means the claim is ours, whatever the version.
+            if stored is not None and stored.lease_owner == owner:
+                return stored.version
+            raise VersionConflict(f"{run_id}: expected version {expected_version}") from None
         return expected_version + 1
 
+    @aws.mapped
     def renew(self, run_id: str, *, owner: str, lease_until: float) -> bool:
         try:
             self._ddb.update_item(
@@ -218,19 +319,88 @@ class DynamoRunStore:
             raise
         return True
 
+    @aws.mapped
     def save(self, run: Run, *, expected_version: int) -> Run:
-        stored = run.evolve(version=expected_version + 1)
+        # Timeline of a save whose state changed and does not fit inline:
+        #   1. write the state under keys nobody else uses (a random nonce);
+        #   2. conditional UpdateItem of the record pointing at it;
+        #   3a. it landed: delete the S3 object the old record pointed at (chunks expire);
+        #   3b. its condition failed: delete what step 1 wrote; the stored run is untouched.
+        # Readers only follow the pointer of a committed record, so none sees half a state.
+        # A crash between 1 and 2 leaves an orphan that expires (chunk TTL, bucket rule).
+        stored, inline, new_ref = self._place_state(run.evolve(version=expected_version + 1))
+        changed = stored.state_ref is not run.state_ref
+        write_id = secrets.token_hex(8)
+        expires_at = stored.updated_at + self._retention if stored.status.terminal and self._finished_ttl else None
         try:
-            self._put(
-                stored,
-                condition="#version = :expected",
-                names={"#version": "version"},
-                values={":expected": items.wire(expected_version)},
+            got = self._ddb.update_item(
+                TableName=self._table,
+                Key=items.key(run.run_id),
+                ConditionExpression="#version = :expected",
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **items.save_expression(
+                    stored,
+                    expires_at=expires_at,
+                    write_id=write_id,
+                    inline_state=inline,
+                    drop_inline=changed and inline is None,
+                    expected_version=expected_version,
+                ),
             )
-        except _ConditionFailed:
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise  # the write may have happened: keep what step 1 wrote
+            current = _stored_item(exc)
+            if current is not None and current.get("write_id", {}).get("S") == write_id:
+                return stored.evolve(
+                    snapshot=run.snapshot if stored.state_ref is not None else None
+                )  # our own write, retried after a lost response
+            if new_ref is not None:
+                self._offload.drop(run.run_id, new_ref, chunks_too=True)
             raise VersionConflict(f"{run.run_id}: expected version {expected_version}") from None
-        return stored
+        old_ref = items.state_ref_of(got.get("Attributes") or {})
+        if old_ref is not None and old_ref != stored.state_ref:
+            self._offload.drop(run.run_id, old_ref)
+        return stored.evolve(snapshot=run.snapshot if stored.state_ref is not None else None)
 
+    @aws.mapped
+    def record_delivery(self, seen: Run, delivery: Delivery) -> Run:
+        # Fast path: conditional on the version the caller saw, so the sweep index can be
+        # set from the record as it will be. If anything landed since (a click, a save),
+        # the same attributes are written without that condition and without touching the
+        # index: whoever wrote last set it from their record, and a sweeper that finds
+        # nothing to do there clears it (``record_delivery`` with an empty delivery).
+        target = apply_delivery(seen, delivery)
+        try:
+            got = self._ddb.update_item(
+                TableName=self._table,
+                Key=items.key(seen.run_id),
+                ConditionExpression="#version = :seen",
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **items.delivery_expression(delivery, sweep_at=target.sweep_at, seen_version=seen.version),
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            if _stored_item(exc) is None:
+                raise RunNotFound(seen.run_id) from None
+            try:
+                got = self._ddb.update_item(
+                    TableName=self._table,
+                    Key=items.key(seen.run_id),
+                    ConditionExpression="attribute_exists(pk)",
+                    ReturnValues="ALL_NEW",
+                    **items.delivery_expression(delivery),
+                )
+            except ClientError as again:
+                if _condition_failed(again):
+                    raise RunNotFound(seen.run_id) from None
+                raise
+        return items.run_from_item(got["Attributes"])
+
+    @aws.mapped
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:
         # The GSI is eventually consistent: a sweeper may see a run late or already
         # handled; the engine re-reads and claims conditionally, so either is harmless.
@@ -254,94 +424,23 @@ class DynamoRunStore:
         if ask_key not in stored.asks:
             raise AskNotFound(f"{run_id}/{ask_key}") from exc
 
-    # -- writes --------------------------------------------------------------------
-
-    def _put(self, run: Run, *, condition: str, names: dict[str, str], values: dict[str, Any]) -> None:
-        expires_at = run.updated_at + self._retention if run.status.terminal and self._retention else None
-        item = items.run_item(run, expires_at=expires_at)
-        # Names this write: if botocore retries a put whose response was lost and the item
-        # changed in between (a click), the stored write_id still says the put landed.
-        item["write_id"] = {"S": secrets.token_hex(8)}
-        blob = snapshots.encode(run.snapshot) if run.snapshot is not None else None
-        new_ref: dict[str, Any] | None = None
-        if blob is not None and items.item_size(item) + len("snap") + len(blob) <= INLINE_LIMIT:
-            item["snap"] = {"B": blob}
-        elif blob is not None:
-            # Timeline of a large save:
-            #   1. write the snapshot under a key nobody else uses (version + nonce);
-            #   2. conditional put of the run item pointing at it;
-            #   3a. put succeeded: delete the snapshot the old item pointed at (best effort);
-            #   3b. condition failed: delete what step 1 wrote; the stored run is untouched.
-            # Readers only follow the pointer of a committed item, so none sees a
-            # half-written snapshot. A crash between 1 and 2 leaves an orphan (chunk
-            # items expire with TTL on terminal runs), never a run pointing at garbage.
-            # Any other error after step 1 leaves it alone: the put may have happened.
-            new_ref = self._offload.put(run.run_id, run.version, blob, expires_at=expires_at)
-            item["snap_ref"] = items.wire(new_ref)
-        if items.item_size(item) > items.ITEM_LIMIT - 4 * 1024:
-            if new_ref:
-                self._offload.drop(run.run_id, new_ref)
-            raise StoreError(f"run {run.run_id}: record too large for DynamoDB even without its snapshot")
-        try:
-            request: dict[str, Any] = {"ConditionExpression": condition}
-            if names:
-                request["ExpressionAttributeNames"] = names
-            if values:
-                request["ExpressionAttributeValues"] = values
-            got = self._ddb.put_item(
-                TableName=self._table,
-                Item=item,
-                ReturnValues="ALL_OLD",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                **request,
-            )
-        except ClientError as exc:
-            if not _condition_failed(exc):
-                raise
-            current = _stored_item(exc)
-            if current is not None and current.get("write_id") == item["write_id"]:
-                return  # our own put, retried after a lost response: it is stored (keep its snapshot)
-            if new_ref:
-                self._offload.drop(run.run_id, new_ref)
-            raise _ConditionFailed from None
-        old_ref = _ref(got.get("Attributes") or {})
-        if old_ref and old_ref != new_ref:
-            self._offload.drop(run.run_id, old_ref)
-
     # -- reads ---------------------------------------------------------------------
 
-    def _load_without_snapshot(self, run_id: str) -> Run | None:
-        """One consistent GetItem that leaves ``snap`` and ``snap_ref`` on the server.
+    def _inline(self, item: dict[str, Any]) -> Run:
+        """The run in ``item`` with its state when the item holds it (no extra request)."""
+        blob = item.get("state", {}).get("B")
+        return items.run_from_item(item, snapshots.decode(bytes(blob)) if blob is not None else None)
 
-        The projection names the Run fields rather than skipping the snapshot
-        attributes (DynamoDB can only include): read capacity is charged for the whole
-        item either way, but an inline snapshot (up to ~300 KB) is then neither sent
-        nor base64-decoded by botocore on Slack's ack path. An offloaded snapshot is
-        never followed: there is no pointer to follow, so no chunk Query, no S3 GET and
-        no retry for a snapshot that moved.
-        """
-        got = self._ddb.get_item(
-            TableName=self._table, Key=items.key(run_id), ConsistentRead=True, **items.run_projection()
-        )
-        return items.run_from_item(got["Item"], None) if "Item" in got else None
-
-    def _with_snapshot(self, item: dict[str, Any]) -> Run:
-        try:
-            return items.run_from_item(item, self._snapshot(item))
-        except SnapshotMoved:
-            # A save replaced the snapshot since this item was read: the newer run is as good.
-            run = self.load(items.plain({"id": item["run_id"]})["id"])
-            if run is None:
-                raise RunNotFound(str(item["run_id"])) from None
+    def _with_state(self, item: dict[str, Any]) -> Run:
+        run = self._inline(item)
+        ref = run.state_ref
+        if run.snapshot is not None or ref is None or ref.get("kind") == "inline":
             return run
+        return run.evolve(snapshot=snapshots.decode(self._offload.fetch(run.run_id, ref)))
 
-    def _snapshot(self, item: dict[str, Any]) -> bytes | None:
-        if "snap" in item:
-            return snapshots.decode(bytes(item["snap"]["B"]))
-        ref = _ref(item)
-        if ref is None:
-            return None
-        return snapshots.decode(self._offload.fetch(items.plain({"id": item["run_id"]})["id"], ref))
+
+class _HeldByOthers(Exception):
+    pass
 
 
 def _offers(decision: Decision) -> str:
@@ -354,17 +453,6 @@ def _offers(decision: Decision) -> str:
     if decision.verdict not in DEFAULT_VERDICTS:
         return listed
     return f"({listed} OR attribute_not_exists(asks.#k.#verdicts) OR size(asks.#k.#verdicts) = :none)"
-
-
-def _ref(item: dict[str, Any]) -> dict[str, Any] | None:
-    if "snap_ref" not in item:
-        return None
-    ref: dict[str, Any] = items.plain({"r": item["snap_ref"]})["r"]
-    return ref
-
-
-def _claimed(run: Run, version: int, owner: str, lease_until: float) -> bool:
-    return run.version == version and run.lease_owner == owner and run.lease_until == lease_until
 
 
 def _stored_item(exc: ClientError) -> dict[str, Any] | None:

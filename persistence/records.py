@@ -14,11 +14,19 @@ compressed and, when large, moved out of the record by the store).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-CARD_RETRY_SECONDS = 60.0
+# How long the process that made a state change has to deliver what it owes Slack before
+# a sweeper delivers it instead (checking Slack first for what was already posted).
+DELIVERY_GRACE_SECONDS = 60.0
+MAX_TRAIL = 200
+# A waiting run's offloaded state carries a TTL; the sweeper rewrites it this long before
+# it would expire, so a run may wait for a person indefinitely.
+STATE_REFRESH_MARGIN_SECONDS = 7 * 86400.0
 
 
 class RunStatus(StrEnum):
@@ -44,7 +52,20 @@ class AskStatus(StrEnum):
     PENDING = "pending"  # waiting for a human
     DECIDED = "decided"  # a human decided; the graph has not received it yet
     CONSUMED = "consumed"  # the graph received the decision
-    OBSOLETE = "obsolete"  # the run moved on (ended, failed, cancelled) before a decision was used
+    OBSOLETE = "obsolete"  # the run moved on, failed or asked again (``Ask.closed`` says which)
+
+
+class Closed(StrEnum):
+    """Why an ask can no longer be answered; its card says so."""
+
+    MOVED_ON = "moved_on"  # the run went on or ended without needing this answer
+    CHANGED = "changed"  # the question was asked again with other content: a new card asks it
+    FAILED = "failed"  # the run failed; nothing will act on an answer
+
+
+# What a card shows: "live" (with buttons), "decided" or "closed:<why>". An ask whose card
+# shows something else than its view is owed a card update.
+LIVE = "live"
 
 
 class Verdict(StrEnum):
@@ -79,6 +100,10 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def same_answer(self, other: Decision | None) -> bool:
+        """The same person gave the same answer (a retry or a resubmission), whenever."""
+        return other is not None and replace(other, at=self.at) == self
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Decision:
@@ -129,10 +154,28 @@ class Ask:
     card: MessageRef | None = None
     verdicts: tuple[Verdict, ...] = DEFAULT_VERDICTS
     tool: ToolCall | None = None
+    digest: str = ""
+    shown: str | None = None
+    closed: Closed | None = None
+
+    @property
+    def view(self) -> str:
+        """What this ask's card should show now (see ``LIVE``)."""
+        if self.status is AskStatus.PENDING:
+            return LIVE
+        if self.status is AskStatus.OBSOLETE:
+            return f"closed:{(self.closed or Closed.MOVED_ON).value}"
+        return "decided"
+
+    @property
+    def card_owed(self) -> bool:
+        """The card exists but shows something else than the ask's state."""
+        return self.card is not None and self.shown != self.view
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "key": self.key,
+            "digest": self.digest,
             "verdicts": [v.value for v in self.verdicts],
             "interrupt_id": self.interrupt_id,
             "name": self.name,
@@ -147,6 +190,10 @@ class Ask:
             data["card"] = asdict(self.card)
         if self.tool is not None:
             data["tool"] = self.tool.to_dict()
+        if self.shown is not None:
+            data["shown"] = self.shown
+        if self.closed is not None:
+            data["closed"] = self.closed.value
         return data
 
     @classmethod
@@ -163,7 +210,23 @@ class Ask:
             card=MessageRef(**data["card"]) if data.get("card") else None,
             verdicts=tuple(Verdict(v) for v in data.get("verdicts") or DEFAULT_VERDICTS),
             tool=ToolCall.from_dict(data["tool"]) if data.get("tool") else None,
+            digest=str(data.get("digest") or ""),
+            shown=data.get("shown"),
+            closed=Closed(data["closed"]) if data.get("closed") else None,
         )
+
+
+def ask_digest(*, name: str, reason: Any, tool: ToolCall | None) -> str:
+    """A fingerprint of everything an ask's card shows: its name, reason, tool and input.
+
+    A decision answers the content its card displayed. When an interrupt is raised again
+    with other content (an Edit changed the tool input another gate asks about, a node
+    re-ran after a takeover with a different model answer), the digests differ and the
+    old card is closed instead of silently answering the new question.
+    """
+    shown = {"name": name, "reason": reason, "tool": [tool.name, tool.input] if tool else None}
+    text = json.dumps(shown, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,6 +246,12 @@ class Run:
     lease_until: float | None = None
     output: str | None = None
     error: str | None = None
+    channel: str | None = None
+    final: MessageRef | None = None
+    trail: tuple[str, ...] = ()  # the nodes run so far, in order (the last ``MAX_TRAIL``)
+    # Where the store keeps the state (store-owned; the engine only passes it back). Not
+    # part of a run's identity: the same run read from two stores compares equal.
+    state_ref: dict[str, Any] | None = field(default=None, compare=False)
 
     def evolve(self, **changes: Any) -> Run:
         return replace(self, **changes)
@@ -192,17 +261,38 @@ class Run:
         """When a sweeper should look at this run, or None when nothing can be stuck.
 
         A leased run is stuck once its lease expires; a waiting run with a decision
-        nobody picked up (the process that took the click died before it claimed)
-        is stuck at once; a waiting run with an ask whose card failed to post needs the
-        card posted again after a pause (Slack may be briefly down).
+        nobody picked up (the process that took the click died before it claimed) is
+        stuck at once; a run that still owes Slack something (a card, a card update, its
+        final message) is due once the process that owes it had time to deliver; a waiting
+        run whose offloaded state would expire is due before it does.
         """
         if self.status.leased:
             return self.lease_until
+        due: list[float] = []
         if self.status is RunStatus.WAITING and self.decided_asks():
-            return self.updated_at
-        if self.status is RunStatus.WAITING and any(a.card is None for a in self.pending_asks()):
-            return self.updated_at + CARD_RETRY_SECONDS
-        return None
+            due.append(self.updated_at)
+        if self.owes_slack:
+            due.append(self.updated_at + DELIVERY_GRACE_SECONDS)
+        state_expires = (self.state_ref or {}).get("expires_at")
+        if self.status is RunStatus.WAITING and state_expires is not None:
+            due.append(float(state_expires) - STATE_REFRESH_MARGIN_SECONDS)
+        return min(due) if due else None
+
+    @property
+    def owes_slack(self) -> bool:
+        """Whether a state change is saved that Slack does not show yet.
+
+        Derived from the record rather than kept as a list: what a card shows (``Ask.shown``),
+        whether it was posted (``Ask.card``) and whether the end was posted (``final``) are
+        recorded once Slack accepted them, so what is owed is exactly the difference.
+        """
+        if self.thread is None:
+            return False  # nowhere to post yet; the first pass (or its takeover) announces the run
+        if self.status.terminal and self.final is None:
+            return True
+        return any(a.card_owed for a in self.asks.values()) or (
+            self.status is RunStatus.WAITING and any(a.card is None for a in self.pending_asks())
+        )
 
     def pending_asks(self) -> list[Ask]:
         return [a for a in self.asks.values() if a.status is AskStatus.PENDING]
@@ -238,6 +328,10 @@ class Run:
             "lease_until": self.lease_until,
             "output": self.output,
             "error": self.error,
+            "channel": self.channel,
+            "final": asdict(self.final) if self.final else None,
+            "trail": list(self.trail),
+            "state_ref": self.state_ref,
         }
 
     @classmethod
@@ -258,4 +352,8 @@ class Run:
             lease_until=float(data["lease_until"]) if data.get("lease_until") is not None else None,
             output=data.get("output"),
             error=data.get("error"),
+            channel=data.get("channel"),
+            final=MessageRef(**data["final"]) if data.get("final") else None,
+            trail=tuple(data.get("trail") or ()),
+            state_ref=data.get("state_ref"),
         )

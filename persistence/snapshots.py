@@ -8,16 +8,19 @@ human for days while new code is deployed.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from persistence.base import StoreError
+from persistence.base import StoreBroken
 
 RAW = b"\x00"  # stored as is: what zlib cannot shrink (already compressed or random data)
 ZLIB = b"\x01"
 _LEVEL = 6  # zlib's default: most of the gain of level 9 at a fraction of the CPU
 
 
-class SnapshotCorrupt(StoreError):
+class SnapshotCorrupt(StoreBroken):
     """A stored snapshot cannot be decoded (unknown format or damaged data)."""
 
 
@@ -38,3 +41,32 @@ def decode(blob: bytes) -> bytes:
     if header == RAW:
         return bytes(body)
     raise SnapshotCorrupt(f"unknown snapshot format {header!r}")
+
+
+def digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+@dataclass(frozen=True)
+class StatePlan:
+    """What a save does with a run's state: keep what is stored, drop it, or write ``raw``.
+
+    Shared by both backends so that "written only when it changes" means the same in each:
+    a run loaded without its state (``snapshot`` None, ``state_ref`` set) keeps it; a run
+    whose state was dropped on purpose (both None) loses it; a snapshot whose digest is the
+    stored one is not written again (a claim, a card re-post or a decision changes nothing
+    in it).
+    """
+
+    action: Literal["keep", "drop", "write"]
+    raw: bytes | None = None
+    sha256: str | None = None
+
+
+def plan(snapshot: bytes | None, state_ref: dict[str, Any] | None) -> StatePlan:
+    if snapshot is None:
+        return StatePlan("keep") if state_ref is not None else StatePlan("drop")
+    sha = digest(snapshot)
+    if state_ref is not None and state_ref.get("sha256") == sha:
+        return StatePlan("keep")
+    return StatePlan("write", raw=snapshot, sha256=sha)

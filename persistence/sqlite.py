@@ -15,18 +15,34 @@ threads at once, and one connection per thread lets WAL readers run in parallel.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from persistence import snapshots
-from persistence.base import AskNotFound, AskNotPending, RunExists, RunNotFound, VerdictNotOffered, VersionConflict
-from persistence.records import AskStatus, Decision, Run, RunStatus
+from persistence.base import (
+    AskNotFound,
+    AskNotPending,
+    Delivery,
+    Lease,
+    RunExists,
+    RunNotFound,
+    StoreBroken,
+    StoreUnavailable,
+    VerdictNotOffered,
+    VersionConflict,
+)
+from persistence.records import AskStatus, Decision, MessageRef, Run, RunStatus
+from persistence.rules import apply_delivery, claimable_with_decision
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 _BUSY_TIMEOUT_S = 30.0
 
@@ -40,6 +56,21 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_sweep_at ON runs (sweep_at) WHERE sweep_at IS NOT NULL;
 """
+
+
+def _mapped(method: Callable[P, T]) -> Callable[P, T]:
+    """sqlite3's errors as the store's: a locked or busy file is transient, the rest is not."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"sqlite: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreBroken(f"sqlite: {exc}") from exc
+
+    return call
 
 
 class SqliteRunStore:
@@ -91,16 +122,19 @@ class SqliteRunStore:
 
     # -- RunStore ------------------------------------------------------------------
 
+    @_mapped
     def create(self, run: Run) -> None:
+        run, blob = _with_state(run, None)
         try:
             with self._write() as conn:
                 conn.execute(
                     "INSERT INTO runs (run_id, version, doc, snapshot, sweep_at) VALUES (?, ?, ?, ?, ?)",
-                    (run.run_id, run.version, _doc(run), _blob(run), run.sweep_at),
+                    (run.run_id, run.version, _doc(run), blob, run.sweep_at),
                 )
         except sqlite3.IntegrityError as exc:
             raise RunExists(run.run_id) from exc
 
+    @_mapped
     def load(self, run_id: str, *, snapshot: bool = True) -> Run | None:
         if not snapshot:  # the snapshot column is not even read off the page
             row = self._conn().execute("SELECT doc FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -110,26 +144,48 @@ class SqliteRunStore:
             return None
         return _run(row[0], row[1])
 
-    def decide(self, run_id: str, ask_key: str, decision: Decision, *, now: float) -> Run:
+    @_mapped
+    def fetch_state(self, run: Run) -> bytes | None:
+        if run.state_ref is None:
+            return None
+        row = self._conn().execute("SELECT snapshot FROM runs WHERE run_id = ?", (run.run_id,)).fetchone()
+        return _raw(row[0]) if row is not None else None
+
+    @_mapped
+    def decide(
+        self,
+        run_id: str,
+        ask_key: str,
+        decision: Decision,
+        *,
+        now: float,
+        claim: Lease | None = None,
+        card: MessageRef | None = None,
+    ) -> Run:
         with self._write() as conn:
-            row = conn.execute("SELECT doc, snapshot FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
+            run = self._read(conn, run_id)
+            if run is None:
                 raise RunNotFound(run_id)
-            run = _run(row[0], None)
             ask = run.asks.get(ask_key)
             if ask is None:
                 raise AskNotFound(f"{run_id}/{ask_key}")
-            if ask.status is AskStatus.DECIDED and ask.decision == decision:
-                return run.evolve(snapshot=_raw(row[1]))  # the same call again: already done
+            if ask.status is AskStatus.DECIDED and decision.same_answer(ask.decision):
+                return run  # the same answer again: already done
             if ask.status is not AskStatus.PENDING:
                 raise AskNotPending(run, ask_key)
             if decision.verdict not in ask.verdicts:
                 raise VerdictNotOffered(run, ask_key, decision.verdict)  # rolls back; nothing was written
-            asks = {**run.asks, ask_key: replace(ask, status=AskStatus.DECIDED, decision=decision)}
+            asks = {
+                **run.asks,
+                ask_key: replace(ask, status=AskStatus.DECIDED, decision=decision, card=ask.card or card),
+            }
             new = run.evolve(asks=asks, version=run.version + 1, updated_at=now)
+            if claim is not None and claimable_with_decision(run, now=now):
+                new = new.evolve(status=RunStatus.RESUMING, lease_owner=claim.owner, lease_until=claim.until)
             self._update(conn, new, expected_version=run.version)
-        return new.evolve(snapshot=_raw(row[1]))
+        return new
 
+    @_mapped
     def claim(
         self,
         run_id: str,
@@ -142,10 +198,9 @@ class SqliteRunStore:
     ) -> int:
         _require_leased(status)
         with self._write() as conn:
-            row = conn.execute("SELECT doc FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            run = _run(row[0], None) if row else None
-            if run is not None and _claimed(run, expected_version + 1, owner, lease_until):
-                return run.version  # the same call again: already done
+            run = self._read(conn, run_id)
+            if run is not None and run.lease_owner == owner:
+                return run.version  # the same call again (tokens name one claim): already done
             if run is None or run.version != expected_version:
                 raise VersionConflict(f"{run_id}: expected version {expected_version}")
             new = run.evolve(
@@ -158,32 +213,55 @@ class SqliteRunStore:
             self._update(conn, new, expected_version=expected_version)
         return new.version
 
+    @_mapped
     def renew(self, run_id: str, *, owner: str, lease_until: float) -> bool:
         with self._write() as conn:
-            row = conn.execute("SELECT doc FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            run = _run(row[0], None) if row else None
+            run = self._read(conn, run_id)
             if run is None or run.lease_owner != owner or not run.status.leased:
                 return False
             self._update(conn, run.evolve(lease_until=lease_until), expected_version=run.version)
         return True
 
+    @_mapped
     def save(self, run: Run, *, expected_version: int) -> Run:
-        stored = run.evolve(version=expected_version + 1)
+        stored, blob = _with_state(run.evolve(version=expected_version + 1), run.state_ref)
         with self._write() as conn:
-            cursor = conn.execute(
-                "UPDATE runs SET version = ?, doc = ?, snapshot = ?, sweep_at = ? WHERE run_id = ? AND version = ?",
-                (stored.version, _doc(stored), _blob(stored), stored.sweep_at, run.run_id, expected_version),
-            )
+            if blob is _KEEP:
+                cursor = conn.execute(
+                    "UPDATE runs SET version = ?, doc = ?, sweep_at = ? WHERE run_id = ? AND version = ?",
+                    (stored.version, _doc(stored), stored.sweep_at, run.run_id, expected_version),
+                )
+            else:
+                cursor = conn.execute(
+                    "UPDATE runs SET version = ?, doc = ?, snapshot = ?, sweep_at = ? WHERE run_id = ? AND version = ?",
+                    (stored.version, _doc(stored), blob, stored.sweep_at, run.run_id, expected_version),
+                )
             if cursor.rowcount != 1:
                 raise VersionConflict(f"{run.run_id}: expected version {expected_version}")
-        return stored
+        return stored.evolve(snapshot=run.snapshot if stored.state_ref is not None else None)
 
+    @_mapped
+    def record_delivery(self, seen: Run, delivery: Delivery) -> Run:
+        with self._write() as conn:
+            run = self._read(conn, seen.run_id)
+            if run is None:
+                raise RunNotFound(seen.run_id)
+            new = apply_delivery(run, delivery).evolve(version=run.version + 1)
+            self._update(conn, new, expected_version=run.version)
+        return new
+
+    @_mapped
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:
         rows = self._conn().execute(
             "SELECT run_id FROM runs WHERE sweep_at IS NOT NULL AND sweep_at <= ? ORDER BY sweep_at LIMIT ?",
             (now, limit),
         )
         return [r[0] for r in rows]
+
+    @staticmethod
+    def _read(conn: sqlite3.Connection, run_id: str) -> Run | None:
+        row = conn.execute("SELECT doc FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return _run(row[0], None) if row else None
 
     @staticmethod
     def _update(conn: sqlite3.Connection, run: Run, *, expected_version: int) -> None:
@@ -196,6 +274,22 @@ class SqliteRunStore:
             raise VersionConflict(f"{run.run_id}: expected version {expected_version}")
 
 
+_KEEP = b""  # sentinel: leave the snapshot column as it is
+
+
+def _with_state(run: Run, stored_ref: dict[str, Any] | None) -> tuple[Run, bytes | None]:
+    """The run as stored (its ``state_ref`` up to date) and what goes in the snapshot column."""
+    step = snapshots.plan(run.snapshot, stored_ref)
+    if step.action == "keep":
+        return run.evolve(snapshot=None, state_ref=stored_ref), _KEEP
+    if step.action == "drop":
+        return run.evolve(snapshot=None, state_ref=None), None
+    assert step.raw is not None
+    blob = snapshots.encode(step.raw)
+    ref = {"kind": "row", "sha256": step.sha256, "size": len(blob)}
+    return run.evolve(snapshot=None, state_ref=ref), blob
+
+
 def _require_leased(status: RunStatus) -> None:
     if not status.leased:
         raise ValueError(f"claim takes a lease: status must be running or resuming, not {status}")
@@ -205,10 +299,6 @@ def _doc(run: Run) -> str:
     return json.dumps(run.to_dict(), ensure_ascii=False, separators=(",", ":"))
 
 
-def _blob(run: Run) -> bytes | None:
-    return snapshots.encode(run.snapshot) if run.snapshot is not None else None
-
-
 def _raw(blob: bytes | None) -> bytes | None:
     return snapshots.decode(blob) if blob is not None else None
 
@@ -216,7 +306,3 @@ def _raw(blob: bytes | None) -> bytes | None:
 def _run(doc: str, blob: bytes | None) -> Run:
     data: dict[str, Any] = json.loads(doc)
     return Run.from_dict(data, snapshot=_raw(blob))
-
-
-def _claimed(run: Run, version: int, owner: str, lease_until: float) -> bool:
-    return run.version == version and run.lease_owner == owner and run.lease_until == lease_until

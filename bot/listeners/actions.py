@@ -16,7 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners.outcomes import tell_loser
 from bot.render.cards import parse_action_value, verdict_from_action_id
-from bot.render.modals import reply_modal
+from bot.render.modals import clicked_card, reply_modal
 from bot.services import Services
 from persistence.records import Decision, Verdict
 
@@ -49,11 +49,14 @@ def register(app: AsyncApp, *, services: Services) -> None:
             await _malformed(respond)
             return
         decision = Decision(verdict=_verdict(action), user=body["user"]["id"], at=time.time())
-        result = await services.engine.decide(run_id=run_id, ask_key=ask_key, decision=decision)
+        # Decided and, when nobody holds the run, claimed in one write; resumed right after.
+        result = await services.engine.decide(
+            run_id=run_id, ask_key=ask_key, decision=decision, claim=True, card=clicked_card(body)
+        )
         if not result.accepted:
             await tell_loser(result, respond=respond)
             return
-        await services.engine.resume(run_id, known=result.run)
+        await services.engine.follow_up(result)
 
     async def open_modal(
         ack: AsyncAck,

@@ -2,17 +2,16 @@
 
 Click: the modal must open inside the ack path (a ``trigger_id`` lasts 3 s) and needs
 the proposed input, which is not in the button (values carry ids only), so this path
-reads the run once (more only when the click beat the save of the ask, see
-``_load_saved``). An ask that is no longer pending gets the usual "already decided by …"
-instead of a modal.
+reads the run once. Asks are saved before their cards are posted, so the read always
+finds the ask of a card. An ask that is no longer pending gets the usual "already
+decided by …" instead of a modal.
 
-Submit: the text is checked in the ack, so a mistake shows inline next to the input
-and the modal stays open: it must be JSON, a JSON object, and valid against the tool's
-input schema (read from the store, like everything but ids). After the ack the edit is
-decided and the run resumed, exactly as a Reply is. Bolt runs that lazy half even when
-the ack refused, so it checks again with the same function and does nothing for a
-refused submission. Whether the ask is still pending is left to ``engine.decide``: it is
-the one exactly-once check, and its refusal names who decided first.
+Submit: one read and one decision, both inside the ack and within ``ACK_BUDGET``, so
+the modal shows what the store recorded: a mistake in the JSON or against the tool's
+input schema inline next to the input, a refusal (someone decided first), or that the
+store was too slow and nothing was recorded. The lazy half only resumes the run from
+what the store holds; it never reads the submission again, so the two halves cannot
+disagree.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import jsonschema
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.listeners.outcomes import decide_from_modal, tell_loser
+from bot.listeners.outcomes import ACK_BUDGET, ack_started, decide_in_ack, pick_up, tell_loser
 from bot.render.cards import action_id_for, parse_action_value
 from bot.render.edits import json_schema_of
 from bot.render.modals import (
@@ -44,13 +43,14 @@ from bot.render.modals import (
 )
 from bot.services import Services
 from engine import DecideResult
+from persistence.base import StoreError
 from persistence.records import Ask, AskStatus, Decision, Run, ToolCall, Verdict
 
 logger = logging.getLogger(__name__)
 
 EDIT_ACTION_ID = action_id_for(Verdict.EDIT)  # "ask:edit"
 MAX_ERROR_CHARS = 300  # an inline error is a line under the input, not a report
-UNSAVED_ASK_WAIT = 2.0  # seconds; the trigger_id of the click expires 3 s after it
+STORE_TOO_SLOW = "My store did not answer in time, so nothing was recorded. Submit again."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +108,11 @@ def register(app: AsyncApp, *, services: Services) -> None:
         except ValueError:
             await _say(respond, "This button is malformed; nothing was decided.")
             return
-        run = await _load_saved(load, run_id=run_id, ask_key=ask_key)
+        try:
+            run = await asyncio.wait_for(load(run_id), timeout=ACK_BUDGET)
+        except (TimeoutError, StoreError):
+            await _say(respond, STORE_TOO_SLOW.replace("Submit", "Click Edit"))
+            return
         ask = run.asks.get(ask_key) if run is not None else None
         if ask is None or ask.status is not AskStatus.PENDING:
             await tell_loser(DecideResult(accepted=False, run=run, ask=ask), respond=respond)
@@ -131,41 +135,52 @@ def register(app: AsyncApp, *, services: Services) -> None:
             return
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
-    async def acknowledge(ack: AsyncAck, view: dict[str, Any]) -> None:
-        run = await _load_for(view, load)
-        submission = read_edit(view, run)
-        if isinstance(submission, str):
-            await ack(response_action="errors", errors={TEXT_BLOCK_ID: submission})
-        else:
+    async def acknowledge(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        outcome = ack_started(view)
+        problem: str | None = STORE_TOO_SLOW
+        try:
+            deadline = time.monotonic() + ACK_BUDGET
+            problem = await _decide_edit(services, load, body=body, view=view, deadline=deadline)
+        finally:
+            outcome.set_result(problem is None)
+        if problem is None:
             await ack()
+        else:
+            await ack(response_action="errors", errors={TEXT_BLOCK_ID: problem})
 
-    async def decide(body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient) -> None:
-        submission = read_edit(view, await _load_for(view, load))
-        if isinstance(submission, str):
-            return  # refused in the ack
-        target, user = submission.target, body["user"]["id"]
-        decision = Decision(verdict=Verdict.EDIT, user=user, at=time.time(), edited_input=submission.edited_input)
-        await decide_from_modal(services=services, client=client, target=target, decision=decision)
+    async def resume(view: dict[str, Any]) -> None:
+        try:
+            target = parse_modal_metadata(str(view.get("private_metadata", "")))
+        except ValueError:
+            return
+        await pick_up(services=services, view=view, run_id=target.run_id)
 
     app.action(EDIT_ACTION_ID)(open_modal)
-    app.view(EDIT_CALLBACK_ID)(ack=acknowledge, lazy=[decide])
+    app.view(EDIT_CALLBACK_ID)(ack=acknowledge, lazy=[resume])
 
 
-async def _load_saved(load: Callable[[str], Awaitable[Run | None]], *, run_id: str, ask_key: str) -> Run | None:
-    """The run, read once; more often only when the click beat the save of its card's ask.
-
-    Cards are posted just before the save that records their asks, so a quick click can
-    find the run still leased by the pass that raised the ask. Like ``engine.decide``, wait
-    for that save while the lease is live, but only as long as the ``trigger_id`` allows.
-    """
-    deadline = time.monotonic() + UNSAVED_ASK_WAIT
-    while True:
-        run = await load(run_id)
-        if run is None or ask_key in run.asks or not run.status.leased:
-            return run
-        if (run.lease_until or 0.0) <= time.time() or time.monotonic() >= deadline:
-            return run
-        await asyncio.sleep(0.2)
+async def _decide_edit(
+    services: Services,
+    load: Callable[[str], Awaitable[Run | None]],
+    *,
+    body: dict[str, Any],
+    view: dict[str, Any],
+    deadline: float,
+) -> str | None:
+    """Check the edit against the ask as stored and decide it; None when accepted, else why not."""
+    try:
+        run = await asyncio.wait_for(_load_for(view, load), timeout=max(deadline - time.monotonic(), 0.1))
+    except (TimeoutError, StoreError):
+        return STORE_TOO_SLOW
+    submission = read_edit(view, run)
+    if isinstance(submission, str):
+        return submission
+    decision = Decision(
+        verdict=Verdict.EDIT, user=body["user"]["id"], at=time.time(), edited_input=submission.edited_input
+    )
+    return await decide_in_ack(
+        services=services, target=submission.target, decision=decision, budget=deadline - time.monotonic()
+    )
 
 
 def _not_editable(ask: Ask) -> str | None:

@@ -1,14 +1,29 @@
-"""What a person is told when their click did not decide anything."""
+"""One path for every kind of answer (button, Reply, Reject, Edit), and what people are told.
+
+What a person is shown is what the store recorded: accepted, refused (and why), or not
+recorded at all (the store failed; the card stays live and they may try again).
+Modal submissions are decided inside the ack, under ``ACK_BUDGET``, so the modal can
+show the store's answer; a button click has no modal to answer into, so it is acked
+at once and decided after, with the outcome sent only to the clicker.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from slack_bolt.async_app import AsyncRespond
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.render.modals import ModalTarget
 from bot.services import Services
 from engine import DecideResult
-from persistence.records import AskStatus, Decision, Verdict
+from persistence.records import AskStatus, Closed, Decision, Verdict
+
+ACK_BUDGET = 2.4  # seconds of store work inside an ack; Slack drops answers after 3 s
+
+NOT_CONFIRMED = (
+    "I could not confirm in time that your answer was recorded. Submit again: the same answer twice counts once."
+)
 
 _PAST = {
     Verdict.APPROVE: "approved",
@@ -22,10 +37,12 @@ _PAST = {
 
 def loser_text(result: DecideResult) -> str:
     ask = result.ask
-    if ask is None and result.run is not None and result.run.status.leased:
-        return "This run is still being saved or is recovering from a restart; nothing was decided. Try again soon."
+    if result.unrecorded:
+        return "Nothing was recorded: I could not reach my store just now. The card is still open; try again."
     if ask is None:
         return "I don't know this card any more (its run is gone or the card is out of date); nothing was decided."
+    if ask.closed is Closed.CHANGED:
+        return "The question changed after this card was posted; answer the new card in the thread instead."
     if ask.decision is not None:
         return f"Already {_PAST[ask.decision.verdict]} by <@{ask.decision.user}>; your click changed nothing."
     if ask.status is AskStatus.OBSOLETE:
@@ -39,12 +56,49 @@ async def tell_loser(result: DecideResult, *, respond: AsyncRespond) -> None:
     await respond(text=loser_text(result), response_type="ephemeral", replace_original=False)
 
 
-async def decide_from_modal(
-    *, services: Services, client: AsyncWebClient, target: ModalTarget, decision: Decision
-) -> None:
-    """Decide, then resume the run; a modal has no response_url, so a loser is told ephemerally."""
-    result = await services.engine.decide(run_id=target.run_id, ask_key=target.ask_key, decision=decision)
-    if not result.accepted:
-        await client.chat_postEphemeral(channel=target.channel, user=decision.user, text=loser_text(result))
-        return
-    await services.engine.resume(target.run_id, known=result.run)
+async def decide_in_ack(*, services: Services, target: ModalTarget, decision: Decision, budget: float) -> str | None:
+    """Decide a modal submission inside its ack; None when accepted, else what to show.
+
+    The run is not claimed here: resuming is work for after the ack (``pick_up``). A
+    store that does not answer within ``budget`` may still record the answer, so the
+    person is told it is unconfirmed, and a second submission of the same answer is
+    accepted as the same decision.
+    """
+    try:
+        result = await asyncio.wait_for(
+            services.engine.decide(run_id=target.run_id, ask_key=target.ask_key, decision=decision, card=target.card),
+            timeout=max(budget, 0.1),
+        )
+    except TimeoutError:
+        return NOT_CONFIRMED
+    return None if result.accepted else loser_text(result)
+
+
+# Bolt starts a listener's lazy half at the same time as its ack half when it serves
+# HTTP or Socket Mode (on Lambda the ack half has finished first). The lazy half of a
+# modal submission must not read the store before the ack half's decision is in, or it
+# finds nothing to resume; so the ack half announces its outcome here, in process.
+_outcomes: dict[str, asyncio.Future[bool]] = {}
+_FORGET_AFTER = 30.0
+
+
+def ack_started(view: dict[str, Any]) -> asyncio.Future[bool]:
+    """Called first thing in the ack half (before any await, so before the lazy half runs)."""
+    key = str(view.get("id"))
+    outcome: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    _outcomes[key] = outcome
+    asyncio.get_running_loop().call_later(_FORGET_AFTER, _outcomes.pop, key, None)
+    return outcome
+
+
+async def pick_up(*, services: Services, view: dict[str, Any], run_id: str) -> None:
+    """The lazy half: once this process's ack half recorded the decision (or at once when
+    another process acked), update the card and resume the run from the store."""
+    outcome = _outcomes.pop(str(view.get("id")), None)
+    if outcome is not None:
+        try:
+            if not await asyncio.wait_for(asyncio.shield(outcome), timeout=ACK_BUDGET + 1):
+                return  # refused or unconfirmed: nothing to resume (the sweeper checks anyway)
+        except TimeoutError:
+            pass
+    await services.engine.pick_up(run_id)

@@ -1,7 +1,8 @@
-"""Modal submissions (Reply, Reject with a reason): validated in the ack, decided after it.
+"""Modal submissions (Reply, Reject with a reason): validated and decided in the ack.
 
-Bolt runs the lazy half even when the ack refused the submission, so both halves check
-it with the same function and the lazy half does nothing for a refused one.
+Deciding inside the ack lets the modal show what the store recorded (accepted, or who
+decided first, or that nothing could be recorded). Resuming the run is the lazy half's
+work; it reads the outcome from the store, so it needs nothing from the ack.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
-from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.listeners.outcomes import decide_from_modal
+from bot.listeners.outcomes import ACK_BUDGET, NOT_CONFIRMED, ack_started, decide_in_ack, pick_up
 from bot.render.modals import TEXT_BLOCK_ID, ModalTarget, modal_text, parse_modal_metadata, verdict_for_callback_id
 from bot.services import Services
 from persistence.records import Decision, Verdict
@@ -46,19 +46,28 @@ def read_submission(view: dict[str, Any]) -> Submission | str:
 
 
 def register(app: AsyncApp, *, services: Services) -> None:
-    async def acknowledge(ack: AsyncAck, view: dict[str, Any]) -> None:
-        submission = read_submission(view)
-        if isinstance(submission, str):
-            await ack(response_action="errors", errors={TEXT_BLOCK_ID: submission})
-        else:
+    async def acknowledge(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        outcome = ack_started(view)
+        problem: str | None = NOT_CONFIRMED
+        try:
+            problem = await _decide(body=body, view=view)
+        finally:
+            outcome.set_result(problem is None)
+        if problem is None:
             await ack()
+        else:
+            await ack(response_action="errors", errors={TEXT_BLOCK_ID: problem})
 
-    async def decide(body: dict[str, Any], view: dict[str, Any], client: AsyncWebClient) -> None:
+    async def _decide(*, body: dict[str, Any], view: dict[str, Any]) -> str | None:
         submission = read_submission(view)
         if isinstance(submission, str):
-            return  # refused in the ack
-        target, user = submission.target, body["user"]["id"]
-        decision = Decision(verdict=submission.verdict, user=user, at=time.time(), text=submission.text)
-        await decide_from_modal(services=services, client=client, target=target, decision=decision)
+            return submission
+        decision = Decision(verdict=submission.verdict, user=body["user"]["id"], at=time.time(), text=submission.text)
+        return await decide_in_ack(services=services, target=submission.target, decision=decision, budget=ACK_BUDGET)
 
-    app.view(CALLBACK)(ack=acknowledge, lazy=[decide])
+    async def resume(view: dict[str, Any]) -> None:
+        submission = read_submission(view)
+        if not isinstance(submission, str):
+            await pick_up(services=services, view=view, run_id=submission.target.run_id)
+
+    app.view(CALLBACK)(ack=acknowledge, lazy=[resume])

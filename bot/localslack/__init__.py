@@ -4,6 +4,7 @@ Used by the offline demo (``approval-bot demo``) and by the tests, so both run t
 HTTP and Socket Mode paths with no Slack workspace.
 """
 
+from bot.localslack.faults import Fault, RequestPredicate, contains
 from bot.localslack.limits import LIMITS
 from bot.localslack.server import LOCAL_BOT_TOKEN, LocalSlack
 from bot.localslack.socket_mode import LOCAL_APP_TOKEN, SocketModeTransport
@@ -18,9 +19,12 @@ __all__ = [
     "LOCAL_SIGNING_SECRET",
     "ApiError",
     "BotResponse",
+    "Fault",
     "HttpTransport",
     "LocalSlack",
     "LocalSlackUser",
+    "RequestPredicate",
     "SocketModeTransport",
     "Transport",
+    "contains",
 ]

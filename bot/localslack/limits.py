@@ -58,6 +58,7 @@ LIMITS: Final[Mapping[str, int]] = {
     "modal.private_metadata": 3000,
     "modal.callback_id": 255,
     "modal.external_id": 255,
+    "metadata.event_type": 255,
 }
 
 BLOCK_TYPES: Final = frozenset(

@@ -3,7 +3,8 @@
 The bot talks to it through its unmodified ``AsyncWebClient`` (``SLACK_API_URL`` points here),
 so tests and the offline demo exercise the same code paths as production. It keeps the state
 a Slack workspace would show (messages, threads, ephemerals, modals), refuses what real Slack
-refuses (see ``limits.py``) and records every call so tests can assert on them.
+refuses (see ``limits.py``) and records every call so tests can assert on them. Tests can also
+make it fail the way Slack sometimes does, with a 429 or a 5xx (see ``inject_failures``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Final, TypeVar
 
 from aiohttp import web
 
+from bot.localslack.faults import Fault, Faults, RequestPredicate, fault_response
 from bot.localslack.socket_mode import ACK_TIMEOUT_SECONDS, APP_LEVEL_METHODS, LOCAL_APP_TOKEN, SocketMode
 from bot.localslack.state import ApiError
 from bot.localslack.webapi import TRIGGER_TTL_SECONDS, WebApi, decode
@@ -61,6 +63,8 @@ class LocalSlack(WebApi):
         self.socket_mode = SocketMode(slack=self, app_token=app_token, ack_timeout=ack_timeout)
         """Socket Mode (``apps.connections.open`` and its WebSocket); see ``socket_mode.py``."""
         self.methods["apps.connections.open"] = self.socket_mode.connections_open
+        self.faults = Faults()
+        """Planned and served failures; use ``inject_failures`` and ``faults_served``."""
         self.on_change: list[ChangeHook] = []
         """Hooks run after every change (the demo re-renders from here)."""
         self._cond = asyncio.Condition()
@@ -97,6 +101,36 @@ class LocalSlack(WebApi):
     def api_url(self) -> str:
         """What the bot gets as ``SLACK_API_URL`` (slack_sdk's ``base_url``)."""
         return f"{self.base_url}api/"
+
+    # -- failures ----------------------------------------------------------------------------------
+
+    def inject_failures(
+        self,
+        *,
+        method: str,
+        status: int,
+        times: int | None = 1,
+        retry_after: int = 1,
+        when: RequestPredicate | None = None,
+    ) -> Fault:
+        """Fail the next ``times`` calls of ``method`` (that ``when(params)`` accepts) with ``status``.
+
+        ``429`` answers as Slack's rate limiter does: ``Retry-After: <retry_after>`` and
+        ``{"ok": false, "error": "ratelimited"}``; a ``5xx`` answers an HTML page, no JSON.
+        ``times=None`` fails every matching call until ``clear_failures()``. Plans stack and are
+        used in the order made. A failed call reaches no handler: nothing is posted and it is
+        not in ``calls`` but in ``faults_served``; the returned ``Fault`` counts its ``served``.
+        """
+        return self.faults.inject(method=method, status=status, times=times, retry_after=retry_after, when=when)
+
+    def clear_failures(self) -> None:
+        """Stop failing calls; ``faults_served`` keeps what was served."""
+        self.faults.clear()
+
+    @property
+    def faults_served(self) -> list[dict[str, Any]]:
+        """Every failure answered, in order, as ``{"method", "status", "params"}``."""
+        return list(self.faults.served)
 
     # -- waiting and change notification ---------------------------------------------------------
 
@@ -142,6 +176,7 @@ class LocalSlack(WebApi):
     async def _handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params: dict[str, Any] = dict(request.query)
+        recorded = False
         try:
             if request.method == "POST" and request.can_read_body:
                 if request.content_type == "application/json":
@@ -152,20 +187,27 @@ class LocalSlack(WebApi):
                 else:
                     form = await request.post()
                     params.update({k: v for k, v in form.items() if isinstance(v, str)})
-            self.calls.append((method, params))  # the same dict, decoded in place below
             params = decode(params)
             token = params.pop("token", None)
             header = request.headers.get("Authorization", "")
             token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else token
             self._check_token(method, token)
+            # After auth, as Slack rate-limits an app, not an anonymous caller; before the handler,
+            # so a failed call changes nothing and is not a call in ``calls``.
+            fault = self.faults.take(method=method, params=params)
+            if fault is not None:
+                await self.changed("fault", {"method": method, "status": fault.status, "params": params})
+                return fault_response(fault)
+            self.calls.append((method, params))
+            recorded = True
             handler = self.methods.get(method)
             if handler is None:
                 raise ApiError("unknown_method")
             result = {"ok": True, **handler(params)}
-        except ApiError as error:
-            result = self.reject(method, params, error)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            result = self.reject(method, params, ApiError("invalid_json"))
+        except (ApiError, json.JSONDecodeError, UnicodeDecodeError) as error:
+            if not recorded:  # a refused call is still a call Slack received
+                self.calls.append((method, params))
+            result = self.reject(method, params, error if isinstance(error, ApiError) else ApiError("invalid_json"))
         await self.changed(method, {"params": params, "result": result})
         return web.json_response(result)
 

@@ -71,7 +71,7 @@ class SlackState:
         """
         found = list(self._channels.get(channel, {}).values())
         if top_level:
-            found = [m for m in found if _in_channel(m)]
+            found = [m for m in found if shown_in_channel(m)]
         return copy.deepcopy(list(found))
 
     def thread(self, channel: str, ts: str) -> list[dict[str, Any]]:
@@ -166,6 +166,11 @@ class SlackState:
             message["text"] = params.get("text") or ""
         if replace or "blocks" in params:
             message["blocks"] = copy.deepcopy(params.get("blocks") or [])
+        if "metadata" in params:  # absent keeps it, {} removes it (chat.update's documented rule)
+            if params["metadata"]:
+                message["metadata"] = copy.deepcopy(params["metadata"])
+            else:
+                message.pop("metadata", None)
         if not message.get("is_ephemeral"):
             message["edited"] = {"user": self.bot_user_id, "ts": self.next_ts()}
         return copy.deepcopy(message)
@@ -181,6 +186,10 @@ class SlackState:
         if message.get("bot_id") != self.bot_id:
             raise ApiError("cant_delete_message")
         del posted[ts]
+        root = posted.get(message.get("thread_ts") or "")
+        if root is not None:  # a reply went: the parent counts one fewer
+            left = [m["ts"] for m in posted.values() if m.get("thread_ts") == root["ts"] and m is not root]
+            root |= {"reply_count": len(left), "latest_reply": left[-1] if left else root["ts"]}
 
     def add_user_message(self, *, channel: str, user: str, text: str, thread_ts: str | None = None) -> dict[str, Any]:
         """A message typed by a person (the bot may read it but never edit or delete it)."""
@@ -296,6 +305,6 @@ class SlackState:
         return f"{int(time.time())}.{secrets.token_hex(4)}"
 
 
-def _in_channel(message: dict[str, Any]) -> bool:
+def shown_in_channel(message: dict[str, Any]) -> bool:
     """Top-level messages, thread parents and replies broadcast to the channel."""
     return message.get("thread_ts") in (None, message["ts"]) or message.get("subtype") == "thread_broadcast"

@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from bot.localslack.conversations import ConversationsApi
 from bot.localslack.limits import check_message, check_view
-from bot.localslack.state import ApiError, SlackState
+from bot.localslack.metadata import check_metadata
+from bot.localslack.state import ApiError
 
 # Slack's rules: a trigger_id lives 3 s and is exchanged once; a response_url takes 5 posts in 30 min.
 TRIGGER_TTL_SECONDS: Final = 3.0
@@ -22,7 +24,16 @@ RESPONSE_URL_USES: Final = 5
 RESPONSE_URL_TTL_SECONDS: Final = 30 * 60.0
 
 _JSON_FIELDS: Final = ("blocks", "attachments", "view", "metadata")
-_BOOL_FIELDS: Final = ("reply_broadcast", "replace_original", "delete_original", "unfurl_links", "mrkdwn")
+_BOOL_FIELDS: Final = (
+    "reply_broadcast",
+    "replace_original",
+    "delete_original",
+    "unfurl_links",
+    "mrkdwn",
+    "include_all_metadata",
+    "inclusive",
+)
+_JSON_ERRORS: Final = {"blocks": "invalid_blocks_format", "metadata": "invalid_metadata_format"}
 
 
 @dataclass
@@ -41,7 +52,7 @@ class _ResponseUrl:
     uses: int = 0
 
 
-class WebApi(SlackState):
+class WebApi(ConversationsApi):
     """The Web API methods a bot uses, and what a post to a response_url does."""
 
     def __init__(
@@ -74,6 +85,8 @@ class WebApi(SlackState):
             "views.push": self._views_push,
             "users.info": self._users_info,
             "conversations.info": self._conversations_info,
+            "conversations.replies": self._conversations_replies,
+            "conversations.history": self._conversations_history,
         }
 
     @property
@@ -214,14 +227,6 @@ class WebApi(SlackState):
         user = {"id": user_id, "team_id": self.team_id, "name": name, "real_name": name}
         return {"user": user | {"tz": "UTC", "is_bot": user_id == self.bot_user_id, "profile": profile}}
 
-    def _conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
-        channel_id = str(params.get("channel", ""))
-        if not channel_id.startswith(("C", "G", "D")):
-            raise ApiError("channel_not_found")
-        kind = {"C": "is_channel", "G": "is_group", "D": "is_im"}[channel_id[0]]
-        channel = {"id": channel_id, "name": self.channel_name(channel_id), kind: True, "is_member": True}
-        return {"channel": channel}
-
     def _exchange_trigger(self, params: dict[str, Any]) -> str | None:
         trigger = self._triggers.get(str(params.get("trigger_id", "")))
         if trigger is None:
@@ -241,7 +246,7 @@ def decode(params: dict[str, Any]) -> dict[str, Any]:
             try:
                 params[key] = json.loads(params[key])
             except json.JSONDecodeError:
-                raise ApiError("invalid_blocks_format" if key == "blocks" else "invalid_arguments") from None
+                raise ApiError(_JSON_ERRORS.get(key, "invalid_arguments")) from None
     for key in _BOOL_FIELDS:
         if isinstance(params.get(key), str):
             params[key] = params[key].lower() in ("1", "true")
@@ -257,6 +262,8 @@ def _required(params: dict[str, Any], key: str, error: str) -> str:
 
 def _check(params: dict[str, Any], *, require_content: bool = True) -> None:
     problem = check_message(params, require_content=require_content)
+    if problem is None and "metadata" in params:
+        problem = check_metadata(params["metadata"])
     if problem is not None:
         raise ApiError(*problem)
 

@@ -49,7 +49,7 @@ from bot.render.mrkdwn import (
 from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
-from persistence.records import Ask, Run, Verdict
+from persistence.records import Ask, Closed, Run, RunStatus, Verdict
 
 DEFAULT_VERDICTS: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 VERDICT_LABELS: dict[Verdict, str] = {
@@ -183,7 +183,14 @@ def decided_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Render
 
 def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rendered:
     """The card of an ask the run no longer waits for; buttons removed so nobody tries."""
-    note = f"The run ended before this was answered (status: {run.status.value})"
+    if ask.closed is Closed.CHANGED:
+        note = "The question changed before this card was answered; a new card below asks it again"
+    elif ask.closed is Closed.FAILED or run.status is RunStatus.FAILED:
+        note = "The run failed; this card can no longer be answered"
+    elif run.status.terminal:
+        note = f"The run ended before this was answered (status: {run.status.value})"
+    else:
+        note = "The run went on without needing this answer"
     blocks = [
         *_body(run=run, ask=ask, kind_label=kind_label),
         ContextBlock(elements=[MarkdownTextObject(text=note)]),

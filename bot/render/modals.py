@@ -26,7 +26,7 @@ from slack_sdk.models.views import View
 from bot.render.cards import load_ids_json, validate_id
 from bot.render.edits import json_schema_of
 from bot.render.mrkdwn import cut, short
-from persistence.records import ToolCall, Verdict
+from persistence.records import MessageRef, ToolCall, Verdict
 
 REPLY_CALLBACK_ID = "ask:reply"
 REJECT_CALLBACK_ID = "ask:reject"
@@ -51,6 +51,19 @@ class ModalTarget:
     ask_key: str
     channel: str
     message_ts: str
+
+    @property
+    def card(self) -> MessageRef:
+        return MessageRef(channel=self.channel, ts=self.message_ts)
+
+
+def clicked_card(body: dict[str, Any]) -> MessageRef | None:
+    """Where the clicked card is, from a block_actions payload; None if it is not a clean id pair."""
+    container = body.get("container") or {}
+    channel, ts = container.get("channel_id"), container.get("message_ts")
+    if isinstance(channel, str) and _CHANNEL.match(channel) and isinstance(ts, str) and _MESSAGE_TS.match(ts):
+        return MessageRef(channel=channel, ts=ts)
+    return None
 
 
 def callback_id_for(verdict: Verdict) -> str:

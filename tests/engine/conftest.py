@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,27 +27,42 @@ class RegistrySource:
 
 @dataclass
 class RecordingPublisher:
-    """Remembers what would have been posted, in order, with fake message refs."""
+    """Remembers what would have been posted, in order, with fake message refs.
+
+    ``posted`` maps (run id, what) to the ref, like message metadata in Slack, so that
+    ``find_posted`` answers as the real one does.
+    """
 
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, run id, ask key or status)
+    posted: dict[tuple[str, str], MessageRef] = field(default_factory=dict)
     _ts: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     async def run_started(self, *, run: Run, channel: str) -> MessageRef:
         self.events.append(("started", run.run_id, ""))
-        return MessageRef(channel=channel, ts=f"{next(self._ts)}.0")
+        return self._place(run, "", channel)
 
-    async def asks_raised(self, *, run: Run, asks: Sequence[Ask]) -> dict[str, MessageRef]:
-        placed = {}
-        for ask in asks:
-            self.events.append(("card", run.run_id, ask.key))
-            placed[ask.key] = MessageRef(channel="C1", ts=f"{next(self._ts)}.0")
-        return placed
+    async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
+        self.events.append(("card", run.run_id, ask.key))
+        return self._place(run, ask.key, "C1")
 
-    async def ask_changed(self, *, run: Run, ask: Ask) -> None:
-        self.events.append(("changed", run.run_id, f"{ask.key}:{ask.status.value}"))
+    async def update_card(self, *, run: Run, ask: Ask) -> None:
+        self.events.append(("changed", run.run_id, f"{ask.key}:{ask.view}"))
 
-    async def run_finished(self, *, run: Run) -> None:
+    async def post_final(self, *, run: Run) -> MessageRef:
         self.events.append(("finished", run.run_id, run.status.value))
+        return self._place(run, "final", "C1")
+
+    async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
+        self.events.append(("lookup", run.run_id, what))
+        return self.posted.get((run.run_id, what))
+
+    async def retract(self, *, ref: MessageRef) -> None:
+        self.events.append(("retracted", "", ref.ts))
+
+    def _place(self, run: Run, what: str, channel: str) -> MessageRef:
+        ref = MessageRef(channel=channel, ts=f"{next(self._ts)}.0")
+        self.posted[(run.run_id, what)] = ref
+        return ref
 
     def of(self, kind: str) -> list[tuple[str, str, str]]:
         return [e for e in self.events if e[0] == kind]

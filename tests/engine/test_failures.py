@@ -93,18 +93,18 @@ async def test_an_unrestorable_snapshot_fails_the_run_once(tmp_path: Path, publi
 
 async def test_cards_that_failed_to_post_are_posted_again_by_the_sweeper(tmp_path: Path, publisher) -> None:
     store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
-    original = publisher.asks_raised
+    original = publisher.post_card
 
     async def slack_is_down(**kwargs: Any) -> Any:
         raise RuntimeError("Slack answered 503")
 
-    publisher.asks_raised = slack_is_down
+    publisher.post_card = slack_is_down
     run = await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
     (ask,) = run.pending_asks()
     assert run.status is RunStatus.WAITING and ask.card is None
     assert await engine(store, publisher).sweep() == [], "not before the retry pause"
 
-    publisher.asks_raised = original
+    publisher.post_card = original
     (reposted,) = await engine(store, publisher, ahead=120).sweep()
 
     assert reposted.status is RunStatus.WAITING and reposted.asks[ask.key].card is not None

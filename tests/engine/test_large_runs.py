@@ -118,7 +118,8 @@ async def test_a_1_6_mb_incompressible_conversation_resumes_elsewhere(backend: t
     table, store = backend
     engine = engines(store)
     paused = await pause(engine, graph="big-context")
-    assert paused.snapshot is not None and len(paused.snapshot) > 1_600_000
+    state = store.fetch_state(paused)
+    assert state is not None and len(state) > 1_600_000
     if table != "sqlite":
         assert largest_item(table) < DYNAMODB_ITEM_LIMIT  # while the big state is stored
 
@@ -138,7 +139,8 @@ async def test_a_snapshot_over_10_mb_round_trips(
     engine = engines(store)
     started = time.perf_counter()
     paused = await pause(engine, graph="big-context")
-    assert paused.snapshot is not None and len(paused.snapshot) >= LARGE_SNAPSHOT_BYTES
+    state = store.fetch_state(paused)
+    assert state is not None and len(state) >= LARGE_SNAPSHOT_BYTES
     biggest = largest_item(table) if table != "sqlite" else 0  # while the big state is stored
     final = await approve_elsewhere(engine, paused)
     elapsed = time.perf_counter() - started
@@ -150,7 +152,7 @@ async def test_a_snapshot_over_10_mb_round_trips(
         assert biggest < DYNAMODB_ITEM_LIMIT
     with capsys.disabled():
         print(
-            f"\n[{'sqlite' if table == 'sqlite' else 'dynamodb'}] snapshot of {len(paused.snapshot):,} bytes "
+            f"\n[{'sqlite' if table == 'sqlite' else 'dynamodb'}] snapshot of {len(state):,} bytes "
             f"paused and resumed across engines in {elapsed:.1f}s"
             + (f"; largest DynamoDB item {biggest:,} bytes" if biggest else "")
         )

@@ -6,7 +6,6 @@ built graphs, sharing nothing with the others but the store.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
@@ -198,62 +197,81 @@ async def test_hitl_approve_and_deny(make_engine) -> None:
     assert test_graphs.markers() == ["dropped users"]
 
 
-async def test_a_pass_that_died_after_posting_its_card_is_redone_with_a_new_card(
+class Died(BaseException):
+    """Stands for the process vanishing: nothing after this point runs."""
+
+
+async def test_a_pass_that_died_after_saving_is_never_redone_and_its_cards_are_posted_by_the_sweeper(
     make_engine, store: SqliteRunStore, publisher: RecordingPublisher
 ) -> None:
-    class Died(BaseException):
-        """Stands for the process vanishing: nothing after this point runs."""
+    original = publisher.post_card
 
-    original = publisher.asks_raised
-
-    async def post_then_die(**kwargs):  # type: ignore[no-untyped-def]
-        await original(**kwargs)
+    async def die(**kwargs):  # type: ignore[no-untyped-def]
         raise Died
 
-    publisher.asks_raised = post_then_die  # type: ignore[method-assign]
+    publisher.post_card = die  # type: ignore[method-assign]
     with pytest.raises(Died):
         await make_engine(lease_seconds=60).start(graph="guarded-write", task="w", user="U0", channel="C1")
-    publisher.asks_raised = original  # type: ignore[method-assign]
-    (orphan,) = publisher.of("card")
-    run_id, orphan_key = orphan[1], orphan[2]
-
-    impatient = make_engine()
-    impatient.unsaved_ask_wait = 0.5
-    early = await impatient.decide(run_id=run_id, ask_key=orphan_key, decision=approve())
-    assert not early.accepted and early.ask is None and early.run is not None and early.run.status.leased
+    publisher.post_card = original  # type: ignore[method-assign]
+    assert publisher.of("card") == [], "nothing was shown before the state was saved... and nothing after"
+    (run_id,) = {e[1] for e in publisher.of("started")}
+    saved = store.load(run_id, snapshot=False)
+    assert saved is not None and saved.status is RunStatus.WAITING and saved.owes_slack
+    (ask,) = saved.pending_asks()
+    passes = test_graphs.markers()
 
     later = make_engine()
-    later._clock = lambda: time.time() + 61  # the dead holder's lease has run out
-    (recovered,) = await later.sweep()
-    assert recovered.status is RunStatus.WAITING
-    (ask,) = recovered.pending_asks()
-    assert ask.key != orphan_key and len(publisher.of("card")) == 2, "the takeover posts a card of its own"
-    stale = await make_engine().decide(run_id=run_id, ask_key=orphan_key, decision=approve())
-    assert not stale.accepted, "the orphaned card can never answer the new ask"
+    later._clock = lambda: time.time() + 61  # past the delivery grace
+    (swept,) = await later.sweep()
+    assert swept.asks[ask.key].card is not None and not swept.owes_slack
+    assert publisher.of("card") == [("card", run_id, ask.key)], "the saved ask gets its card, once"
+    assert ("lookup", run_id, ask.key) in publisher.events, "the sweeper checked Slack before posting"
+    assert test_graphs.markers() == passes, "no pass ran again because its cards were owed"
 
-    result = await make_engine().decide(run_id=run_id, ask_key=ask.key, decision=approve())
-    final = await make_engine().resume(run_id, known=result.run)
+    result = await make_engine().decide(run_id=run_id, ask_key=ask.key, decision=approve(), claim=True)
+    final = await make_engine().follow_up(result)
     assert final is not None and final.status is RunStatus.COMPLETED
     assert test_graphs.markers() == ["writer:w"]
 
 
-async def test_a_click_that_beats_the_save_waits_for_it(make_engine, store: SqliteRunStore, publisher) -> None:
-    engine = make_engine()
-    clicked: list[object] = []
-    original = publisher.asks_raised
+async def test_a_card_posted_just_before_the_process_died_is_found_not_posted_again(
+    make_engine, store: SqliteRunStore, publisher: RecordingPublisher
+) -> None:
+    original = publisher.post_card
 
-    async def post_and_click_at_once(**kwargs):  # type: ignore[no-untyped-def]
-        placed = await original(**kwargs)
-        run_id, key = kwargs["run"].run_id, kwargs["asks"][0].key
-        clicked.append(asyncio.create_task(make_engine().decide(run_id=run_id, ask_key=key, decision=approve())))
-        await asyncio.sleep(0.3)  # the save is slow today
-        return placed
+    async def post_then_die(**kwargs):  # type: ignore[no-untyped-def]
+        await original(**kwargs)
+        raise Died  # before the card's reference is recorded
 
-    publisher.asks_raised = post_and_click_at_once  # type: ignore[method-assign]
-    run = await engine.start(graph="guarded-write", task="quick", user="U0", channel="C1")
-    result = await clicked[0]  # type: ignore[misc]
-    assert result.accepted
-    final = await engine.resume(run.run_id, known=result.run)
+    publisher.post_card = post_then_die  # type: ignore[method-assign]
+    with pytest.raises(Died):
+        await make_engine(lease_seconds=60).start(graph="guarded-write", task="w", user="U0", channel="C1")
+    publisher.post_card = original  # type: ignore[method-assign]
+    ((_, run_id, key),) = publisher.of("card")
+
+    posted = publisher.posted[(run_id, key)]
+    clicked = await make_engine().decide(run_id=run_id, ask_key=key, decision=approve(), claim=True, card=posted)
+    assert clicked.accepted and clicked.claimed, "the live card's ask exists: a click decides at once"
+    final = await make_engine().follow_up(clicked)
+    assert final is not None and final.status is RunStatus.COMPLETED
+    later = make_engine()
+    later._clock = lambda: time.time() + 61
+    await later.sweep()
+    assert len(publisher.of("card")) == 1, "one card per ask, ever"
+    stored = store.load(run_id, snapshot=False)
+    assert stored is not None and stored.asks[key].card == posted and not stored.owes_slack
+    assert ("changed", run_id, f"{key}:decided") in publisher.events, "the clicked card shows the decision"
+
+
+async def test_a_click_on_a_free_run_decides_and_claims_in_one_write(make_engine, store: SqliteRunStore) -> None:
+    run = await make_engine().start(graph="guarded-write", task="quick", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    result = await make_engine().decide(run_id=run.run_id, ask_key=ask.key, decision=approve(), claim=True)
+    assert result.accepted and result.claimed and result.run is not None
+    assert result.run.status is RunStatus.RESUMING and result.run.version == run.version + 1
+    loser = await make_engine().decide(run_id=run.run_id, ask_key=ask.key, decision=approve("U2"), claim=True)
+    assert not loser.accepted and not loser.claimed
+    final = await make_engine().follow_up(result)
     assert final is not None and final.status is RunStatus.COMPLETED
 
 

@@ -74,10 +74,11 @@ def snapshot_of(run: Run) -> dict[str, Any]:
 
 
 def execution_order(store: SqliteRunStore, run_id: str) -> list[str]:
-    """The nodes run so far, in order, over every pass (read from the stored snapshot)."""
+    """The nodes run so far, in order, over every pass (the run's trail; a finished run
+    has dropped its state, so the trail is what is left to read)."""
     stored = store.load(run_id)
     assert stored is not None
-    return list(snapshot_of(stored)["execution_order"])
+    return list(stored.trail)
 
 
 def only(asks: list[Ask]) -> Ask:

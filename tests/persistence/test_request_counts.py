@@ -5,34 +5,38 @@ from __future__ import annotations
 import os
 
 from persistence import RunStatus
+from persistence.base import Delivery, Lease
 from persistence.dynamodb import DynamoRunStore
+from persistence.records import MessageRef
 from tests.persistence.conftest import decision, make_run
 from tests.support.aws import CountingMotoServer
 
 
-def test_approval_cycle_is_five_requests(moto_server: CountingMotoServer, dynamodb_table: str) -> None:
+def test_approval_cycle_requests(moto_server: CountingMotoServer, dynamodb_table: str) -> None:
+    """The store's side of start → pause → approve → end, in the order the engine makes it."""
     store = DynamoRunStore(dynamodb_table)
     run = make_run("r-count", status=RunStatus.RUNNING, version=0, snapshot=None)
     moto_server.reset_counts()
 
     store.create(run)
-    saved = store.save(run.evolve(status=RunStatus.WAITING, snapshot=b'{"nodes": []}' * 50), expected_version=0)
-    decided = store.decide("r-count", "a1", decision("U1"), now=saved.updated_at + 1)
-    version = store.claim(
-        "r-count",
-        expected_version=decided.version,
-        status=RunStatus.RESUMING,
-        owner="p1",
-        lease_until=saved.updated_at + 60,
-        now=saved.updated_at + 2,
+    paused = store.save(run.evolve(status=RunStatus.WAITING, snapshot=b'{"nodes": []}' * 50), expected_version=0)
+    with_cards = store.record_delivery(paused, Delivery(cards={"a1": MessageRef(channel="C1", ts="1.1")}))
+    decided = store.decide(
+        "r-count", "a1", decision("U1"), now=paused.updated_at + 1, claim=Lease(owner="p1", until=1e10)
     )
-    store.save(decided.evolve(status=RunStatus.COMPLETED, version=version), expected_version=version)
+    assert decided.lease_owner == "p1" and decided.status is RunStatus.RESUMING, "the decision claimed the run"
+    assert decided.snapshot == paused.snapshot, "a small state comes back with the decision: no extra read"
+    assert with_cards.asks["a1"].card == decided.asks["a1"].card
+    done = store.save(
+        decided.evolve(status=RunStatus.COMPLETED, snapshot=None, state_ref=None), expected_version=decided.version
+    )
+    store.record_delivery(done, Delivery(final=MessageRef(channel="C1", ts="1.2")))
 
     counts = moto_server.counts()
     print(f"\napproval cycle on DynamoDB: {sum(counts.values())} requests {counts}")
     assert counts == {
-        "dynamodb.PutItem": 3,  # create, save, save
-        "dynamodb.UpdateItem": 2,  # decide, claim
+        "dynamodb.PutItem": 1,  # create
+        "dynamodb.UpdateItem": 5,  # save, record the card, decide and claim, save, record the end
     }
 
 
@@ -49,6 +53,6 @@ def test_large_snapshot_costs_batches_not_items(moto_server: CountingMotoServer,
     loaded = moto_server.counts()
 
     print(f"\n3 MB snapshot: save {saved}, load {loaded}")
-    # New chunks in one batch, the run item, the previous chunks deleted in one batch.
-    assert saved == {"dynamodb.BatchWriteItem": 2, "dynamodb.PutItem": 1}
+    # New chunks in one batch, then the record; the previous chunks are left to their TTL.
+    assert saved == {"dynamodb.BatchWriteItem": 1, "dynamodb.UpdateItem": 1}
     assert loaded["dynamodb.GetItem"] == 1 and set(loaded) == {"dynamodb.GetItem", "dynamodb.Query"}

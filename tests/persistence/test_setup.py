@@ -18,8 +18,11 @@ def test_create_table_is_idempotent(moto_server: CountingMotoServer) -> None:
     second = create_table(table=table, bucket=bucket)
     print("\n" + "\n".join(first + second))
 
-    assert first == [f"created table {table}", "enabled TTL on expires_at", f"created bucket {bucket}"]
-    assert second == [f"table {table} exists", "TTL on expires_at already enabled", f"bucket {bucket} exists"]
+    expiry = "state objects expire after 30 days"
+    assert first == [f"created table {table}", "enabled TTL on expires_at", f"created bucket {bucket}; {expiry}"]
+    assert second == [f"table {table} exists", "TTL on expires_at already enabled", f"bucket {bucket} exists; {expiry}"]
+    (rule,) = boto3.client("s3").get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+    assert rule["Filter"] == {"Prefix": "runs/"} and rule["Expiration"] == {"Days": 30} and rule["Status"] == "Enabled"
     described = boto3.client("dynamodb").describe_table(TableName=table)["Table"]
     assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     (index,) = described["GlobalSecondaryIndexes"]

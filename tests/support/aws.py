@@ -9,6 +9,10 @@ moto's backends take no locks, so two concurrent conditional writes to one item 
 both pass their condition check. DynamoDB itself applies writes to an item one at a
 time; the middleware reproduces that by handling DynamoDB requests one at a time.
 
+The same middleware prices each DynamoDB request in read and write capacity units the
+way DynamoDB bills them (``tests/support/capacity.py``): being one at a time, it can look
+at an item in moto's backend just before and just after a write with nothing in between.
+
 Credentials and region are fake and set for the whole session (and restored after),
 with profiles, config files and instance metadata switched off, so nothing under test
 can reach a real AWS account.
@@ -16,6 +20,7 @@ can reach a real AWS account.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import threading
@@ -29,6 +34,8 @@ import pytest
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.server import ThreadedMotoServer
 from werkzeug.serving import make_server
+
+from tests.support.capacity import CapacityMeter
 
 REGION = "eu-west-1"
 _WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -48,18 +55,45 @@ def _operation(environ: dict[str, Any]) -> str:
 
 
 def _app_id(environ: dict[str, Any]) -> str:
+    """The botocore app id (``AWS_SDK_UA_APP_ID``), from the ``app/<id>`` part of the user agent."""
     for part in str(environ.get("HTTP_USER_AGENT", "")).split():
         if part.startswith("app/"):
             return part.removeprefix("app/")
     return ""
 
 
+def _region(environ: dict[str, Any]) -> str:
+    """The region a SigV4 request was signed for (``Credential=AKID/date/region/service/...``)."""
+    try:
+        return str(environ.get("HTTP_AUTHORIZATION", "")).split("Credential=", 1)[1].split(",", 1)[0].split("/")[2]
+    except IndexError:
+        return REGION
+
+
+def _take_body(environ: dict[str, Any]) -> bytes:
+    """Read the request body and put it back, so the meter can parse what moto will also read."""
+    stream = environ["wsgi.input"]
+    length = environ.get("CONTENT_LENGTH") or ""
+    if length.isdigit():
+        body = bytes(stream.read(int(length)))
+    elif environ.get("wsgi.input_terminated"):
+        body = bytes(stream.read())
+    else:
+        body = b""
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    return body
+
+
 class CountingMotoServer(ThreadedMotoServer):  # type: ignore[misc]
+    """moto's threaded server, counting requests and metering DynamoDB capacity as they pass."""
+
     def __init__(self) -> None:
         super().__init__(ip_address="127.0.0.1", port=0, verbose=False)
         self._counts: Counter[str] = Counter()
         self._counts_lock = threading.Lock()
         self._dynamodb_lock = threading.Lock()
+        self._meter = CapacityMeter()
 
     def _server_entry(self) -> None:
         app = DomainDispatcherApplication(create_backend_app)
@@ -79,8 +113,22 @@ class CountingMotoServer(ThreadedMotoServer):  # type: ignore[misc]
                     self._counts[f"{app_id}:{operation}"] += 1
             if not operation.startswith("dynamodb."):
                 return app(environ, start_response)
+            status: list[int] = []
+
+            def recording_start_response(status_line: str, *args: Any) -> Any:
+                status.append(int(status_line.split(" ", 1)[0]))
+                return start_response(status_line, *args)
+
             with self._dynamodb_lock:
-                return list(app(environ, start_response))
+                pending = self._meter.before(
+                    operation=operation.removeprefix("dynamodb."),
+                    app_id=app_id,
+                    region=_region(environ),
+                    body=_take_body(environ),
+                )
+                chunks = list(app(environ, recording_start_response))
+                self._meter.after(pending, status=status[-1] if status else 0, response_body=b"".join(chunks))
+                return chunks
 
         return middleware
 
@@ -98,9 +146,26 @@ class CountingMotoServer(ThreadedMotoServer):  # type: ignore[misc]
             prefix = f"{app_id}:"
             return {op.removeprefix(prefix): n for op, n in self._counts.items() if op.startswith(prefix)}
 
+    def capacity(self, *, app_id: str | None = None) -> dict[str, Any]:
+        """What the DynamoDB requests so far would be billed, and how many S3 requests were made.
+
+        ``{"write_units": int, "read_units": float, "by_operation": {"dynamodb.PutItem":
+        {"requests", "write_units", "read_units"}, ...}, "unmetered": n, "s3_requests": {"PUT":
+        n, "GET": n, ...}}``; with ``app_id``, only requests from clients tagged with it. Units
+        follow DynamoDB's billing (``tests/support/capacity.py``), not moto's ``ConsumedCapacity``;
+        ``unmetered`` (should be 0) counts accepted DynamoDB requests the meter could not price.
+        """
+        usage = self._meter.capacity(app_id=app_id)
+        usage["s3_requests"] = {
+            op.removeprefix("s3."): n for op, n in sorted(self.counts(app_id=app_id).items()) if op.startswith("s3.")
+        }
+        return usage
+
     def reset_counts(self) -> None:
+        """Forget requests counted and capacity metered so far (e.g. after a test's set-up)."""
         with self._counts_lock:
             self._counts.clear()
+        self._meter.reset()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from bot.render import (
     readable_name,
     verdict_from_action_id,
 )
-from persistence.records import Ask, AskStatus, Decision, Run, RunStatus, Verdict
+from persistence.records import Ask, AskStatus, Closed, Decision, Run, RunStatus, Verdict
 from tests.bot.render import all_text, assert_within_limits
 
 
@@ -224,11 +224,17 @@ def test_decided_card_shows_edited_input_and_cuts_long_replies() -> None:
     assert '"env": "&lt;staging&gt;"' in text and "(truncated, 50000 chars)" in text
 
 
-def test_obsolete_card_names_the_run_status() -> None:
+def test_obsolete_card_says_why_it_closed() -> None:
     card = obsolete_card(run=make_run(status=RunStatus.FAILED), ask=make_ask())
     assert_within_limits(card)
     assert buttons(card.blocks) == []
-    assert "The run ended before this was answered (status: failed)" in all_text(card)
+    assert "The run failed; this card can no longer be answered" in all_text(card)
+    ended = obsolete_card(run=make_run(status=RunStatus.COMPLETED), ask=make_ask())
+    assert "The run ended before this was answered (status: completed)" in all_text(ended)
+    changed = obsolete_card(run=make_run(status=RunStatus.WAITING), ask=make_ask(closed=Closed.CHANGED))
+    assert "The question changed" in all_text(changed) and buttons(changed.blocks) == []
+    moved = obsolete_card(run=make_run(status=RunStatus.WAITING), ask=make_ask())
+    assert "went on without needing this answer" in all_text(moved)
 
 
 def test_every_card_stays_within_limits_with_hostile_input() -> None:

@@ -1,0 +1,90 @@
+"""Saving a finished pass: through version conflicts, store outages and lost leases.
+
+A pass may have run side effects (an approved tool), and only its save records them:
+if it is lost, the sweeper runs the pass again after the lease expires. So a save is
+retried for as long as the lease surely holds (the heartbeat renews it meanwhile), and
+a save that cannot land ends the run as failed instead (a smaller write, with every
+open card closed), so that nothing is redone over and over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+from engine.lease import Beat
+from engine.settle import merge_concurrent_decisions
+from persistence.base import RunStore, StoreError, StoreUnavailable, VersionConflict
+from persistence.records import AskStatus, Closed, Run, RunStatus
+
+logger = logging.getLogger(__name__)
+
+FIRST_DELAY, MAX_DELAY = 0.5, 10.0
+LEASE_MARGIN = 5.0  # seconds of lease left when the save stops retrying and falls back
+
+
+def failed_record(run: Run, *, now: float, error: str) -> Run:
+    """``run`` ended as failed: open asks closed (their cards will say so), lease and state dropped."""
+    asks = {
+        k: replace(a, status=AskStatus.OBSOLETE, closed=Closed.FAILED)
+        if a.status in (AskStatus.PENDING, AskStatus.DECIDED)
+        else a
+        for k, a in run.asks.items()
+    }
+    return run.evolve(
+        status=RunStatus.FAILED,
+        asks=asks,
+        lease_owner=None,
+        lease_until=None,
+        snapshot=None,
+        state_ref=None,
+        error=error,
+        updated_at=now,
+    )
+
+
+class Saver:
+    def __init__(self, *, store: RunStore, clock: Callable[[], float]) -> None:
+        self._store = store
+        self._clock = clock
+
+    async def save(self, claimed: Run, target: Run, *, beat: Beat) -> tuple[Run, bool]:
+        """Save ``target`` at the claimed version, adopting what others recorded meanwhile.
+
+        Returns the run as stored and True, or the run as another process holds it and
+        False when this one lost its lease (or could save nothing before it ran out).
+        """
+        fallback = failed_record(claimed, now=self._clock(), error="the run's progress could not be saved")
+        expected, delay = claimed.version, FIRST_DELAY
+        while True:
+            try:
+                return await asyncio.to_thread(self._store.save, target, expected_version=expected), True
+            except VersionConflict:
+                fresh = await self._reload(claimed)
+                if fresh is None or fresh.lease_owner != claimed.lease_owner:
+                    logger.warning("run %s: lost the lease during a pass; dropped its result", claimed.run_id)
+                    return (fresh if fresh is not None else claimed), False
+                target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
+                fallback = merge_concurrent_decisions(claimed=claimed, mine=fallback, fresh=fresh)
+                expected = fresh.version
+            except StoreError as error:
+                time_left = beat.until - LEASE_MARGIN - self._clock()
+                if isinstance(error, StoreUnavailable) and time_left > delay and not beat.lost:
+                    logger.warning("run %s: saving failed (%s); retrying", claimed.run_id, error)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, MAX_DELAY)
+                    continue
+                if target is fallback or beat.lost or time_left <= 0:
+                    logger.error("run %s: could not save; its lease will expire and be taken over", claimed.run_id)
+                    return claimed, False
+                logger.error("run %s: saving its progress failed (%s); ending it as failed", claimed.run_id, error)
+                target, delay = fallback, FIRST_DELAY
+
+    async def _reload(self, claimed: Run) -> Run | None:
+        while True:
+            try:
+                return await asyncio.to_thread(self._store.load, claimed.run_id, snapshot=False)
+            except StoreUnavailable:
+                await asyncio.sleep(FIRST_DELAY)

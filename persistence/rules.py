@@ -1,0 +1,35 @@
+"""Rules both backends apply inside their atomic steps, written once.
+
+A backend implements a few primitives (a conditional write, a read inside a write
+lock); what those primitives decide lives here, so SQLite and DynamoDB cannot drift
+apart. DynamoDB states the same rules as condition and update expressions; the contract
+suite checks that both agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from persistence.base import Delivery
+from persistence.records import Run, RunStatus
+
+
+def claimable_with_decision(run: Run, *, now: float) -> bool:
+    """A decision may claim the run in the same write: it waits and nobody holds it."""
+    return run.status is RunStatus.WAITING and (run.lease_owner is None or (run.lease_until or 0.0) < now)
+
+
+def apply_delivery(run: Run, delivery: Delivery) -> Run:
+    """``run`` with what Slack accepted recorded; refs already recorded win (first poster)."""
+    asks = dict(run.asks)
+    for key, ref in delivery.cards.items():
+        if key in asks and asks[key].card is None:
+            asks[key] = replace(asks[key], card=ref)
+    for key, shown in delivery.shown.items():
+        if key in asks:
+            asks[key] = replace(asks[key], shown=shown)
+    return run.evolve(
+        asks=asks,
+        thread=run.thread or delivery.thread,
+        final=run.final or delivery.final,
+    )
