@@ -6,40 +6,116 @@ Requests are counted by moto's server at the HTTP level, from the real bot proce
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bot.localslack import LocalSlack
+from persistence.dynamodb import DynamoRunStore
 from persistence.records import RunStatus
-from tests.e2e.conftest import CHANNEL, Backend, StartBot, cards, eventually, finished_message, run_of
+from tests.e2e.conftest import CHANNEL, Backend, StartBot, _dynamodb, cards, eventually, finished_message, run_of
 from tests.support.aws import CountingMotoServer
+from tests.support.source_graphs import BLOB_BYTES_VARIABLE
 
 BOT_APP_ID = "approval-bot-under-test"
 SLACK_ACK_DEADLINE = 3.0  # seconds; Slack's hard limit, not a performance target
 
 
-async def test_one_approval_cycle_costs_five_dynamodb_requests(
+async def _one_cycle(
+    *,
     start_bot: StartBot,
-    dynamodb_backend: Backend,
+    backend: Backend,
     local_slack: LocalSlack,
     user_for,
-    markers_file: Path,
     moto_server: CountingMotoServer,
-) -> None:
-    bot = await start_bot(backend=dynamodb_backend, extra_env={"AWS_SDK_UA_APP_ID": BOT_APP_ID})
+    graph: str,
+    extra_env: dict[str, str],
+) -> tuple[dict[str, int], dict[str, Any], int]:
+    """Start → ask → Approve → end through the real bot; what the bot's own requests cost."""
+    env = {"AWS_SDK_UA_APP_ID": BOT_APP_ID, "GRAPH_MODULES": "tests.support.graphs,tests.support.source_graphs"}
+    bot = await start_bot(backend=backend, extra_env=env | extra_env)
     user = user_for(bot)
     moto_server.reset_counts()
 
-    await user.slash_command(text="run guarded-write cost", user_id="U0ALICE", channel_id=CHANNEL)
-    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="a card")
-    store = dynamodb_backend.open_store()  # the test's reads are not tagged, so not counted
-    await eventually(lambda: run_of(store, local_slack).status is RunStatus.WAITING, what="the pause to be saved")
+    await user.slash_command(text=f"run {graph} cost", user_id="U0ALICE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=60, what="a card")
+    store = backend.open_store()  # the test's reads are not tagged, so not counted
+    paused = await eventually(
+        lambda: (r := run_of(store, local_slack)).status is RunStatus.WAITING and not r.owes_slack and r,
+        what="the pause to be saved and its card recorded",
+    )
+    state_bytes = int((paused.state_ref or {}).get("size", 0))
     await user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
-    await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the result")
+    await local_slack.wait_for(lambda: finished_message(local_slack), timeout=60, what="the result")
+    await eventually(lambda: run_of(store, local_slack).final is not None, what="the end to be recorded")
 
     counts = {op: n for op, n in moto_server.counts(app_id=BOT_APP_ID).items() if op.startswith("dynamodb.")}
-    total = sum(counts.values())
-    print(f"\nDynamoDB requests for one approval cycle (start → ask → decision → resume → end): {total} {counts}")
-    assert counts == {"dynamodb.PutItem": 3, "dynamodb.UpdateItem": 2}, counts
+    return counts, moto_server.capacity(app_id=BOT_APP_ID), state_bytes
+
+
+async def test_one_approval_cycle_costs_six_small_dynamodb_requests(
+    start_bot: StartBot, dynamodb_backend: Backend, local_slack: LocalSlack, user_for, moto_server: CountingMotoServer
+) -> None:
+    counts, capacity, state = await _one_cycle(
+        start_bot=start_bot,
+        backend=dynamodb_backend,
+        local_slack=local_slack,
+        user_for=user_for,
+        moto_server=moto_server,
+        graph="guarded-write",
+        extra_env={},
+    )
+    print(
+        f"\nDynamoDB for one approval cycle (start → ask → decision → resume → end), state {state:,} bytes: "
+        f"{sum(counts.values())} requests {counts}, {capacity['write_units']} write units, "
+        f"{capacity['read_units']} read units"
+    )
+    # create; save the pause; record the card; decide and claim; save the end; record the final message.
+    assert counts == {"dynamodb.PutItem": 1, "dynamodb.UpdateItem": 5}, counts
+    assert capacity["unmetered"] == 0
+    assert capacity["write_units"] <= 2 * sum(counts.values()), "each write stays within 2 KB: a small record"
+
+
+@pytest.mark.parametrize("bucket", [False, True], ids=["chunks", "s3"])
+@pytest.mark.parametrize("blob_bytes", [90_000, 1_200_000], ids=["state-90KB", "conversation-1.6MB"])
+async def test_write_units_per_cycle_follow_the_state_size_once(
+    start_bot: StartBot,
+    local_slack: LocalSlack,
+    user_for,
+    moto_server: CountingMotoServer,
+    request: pytest.FixtureRequest,
+    blob_bytes: int,
+    bucket: bool,
+) -> None:
+    """A decision, a claim, a renewal and a delivery record cost a few units whatever the state:
+    the state is written once, when the run pauses, and dropped (free) when it ends."""
+    backend = _dynamodb(request)
+    extra = {BLOB_BYTES_VARIABLE: str(blob_bytes)}
+    if bucket:
+        name = request.getfixturevalue("s3_bucket")
+        backend = Backend(
+            name="dynamodb+s3",
+            env={**backend.env, "SNAPSHOT_BUCKET": name},
+            open_store=lambda: DynamoRunStore(backend.env["DYNAMODB_TABLE"], bucket=name),
+        )
+    counts, capacity, state = await _one_cycle(
+        start_bot=start_bot,
+        backend=backend,
+        local_slack=local_slack,
+        user_for=user_for,
+        moto_server=moto_server,
+        graph="big-context",
+        extra_env=extra,
+    )
+    limit = 1.5 * state / 1024 + 10
+    print(
+        f"\n[{backend.name}] state {state / 1024:,.0f} KB: {sum(counts.values())} DynamoDB requests {counts}, "
+        f"{capacity['write_units']} write units (limit {limit:,.0f}), {capacity['read_units']} read units, "
+        f"S3 {capacity['s3_requests']}"
+    )
+    assert state > 80 * 1024, "the state is as large as the test says"
+    assert capacity["unmetered"] == 0
+    assert capacity["write_units"] <= limit, capacity
 
 
 async def test_acks_come_well_within_slacks_deadline(
