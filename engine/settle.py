@@ -159,10 +159,13 @@ def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
 
 
 def stale_answers(run: Run) -> list[str]:
-    """Interrupt ids answered before an Edit of the same tool call that is being sent now.
+    """Interrupt ids about a tool call whose Edit is being sent now, other than the Edit's.
 
-    Those answers judged the call as it was; the engine has them forgotten once (see
-    ``engine.prepare``), so their gates ask again about the edited call.
+    Answers given before the edit judged the call as it was, and a question still open
+    was put (and its reason written, once, by Strands) about the call as it was. The
+    engine has them forgotten once (see ``engine.prepare``), so their gates ask again
+    about the edited call, with reasons that show it; ``settle`` then closes the old
+    cards as changed and posts new ones.
     """
     stale: list[str] = []
     for edit in run.decided_asks():
@@ -171,8 +174,9 @@ def stale_answers(run: Run) -> list[str]:
         if decision is None or decision.verdict is not Verdict.EDIT or tool_use_id is None:
             continue
         for other in run.asks.values():
-            earlier = other.decision is not None and other.decision.at <= decision.at
-            if other.key != edit.key and earlier and gated_tool_use_id(other.interrupt_id) == tool_use_id:
+            before = other.decision is None or other.decision.at <= decision.at
+            open_or_earlier = other.status is AskStatus.PENDING or (other.decision is not None and before)
+            if other.key != edit.key and open_or_earlier and gated_tool_use_id(other.interrupt_id) == tool_use_id:
                 stale.append(other.interrupt_id)
     return stale
 

@@ -77,7 +77,7 @@ async def test_one_approval_cycle_costs_six_small_dynamodb_requests(
 
 
 @pytest.mark.parametrize("bucket", [False, True], ids=["chunks", "s3"])
-@pytest.mark.parametrize("blob_bytes", [90_000, 1_200_000], ids=["state-90KB", "conversation-1.6MB"])
+@pytest.mark.parametrize("blob_bytes", [120_000, 1_200_000], ids=["state-120KB", "conversation-1.6MB"])
 async def test_write_units_per_cycle_follow_the_state_size_once(
     start_bot: StartBot,
     local_slack: LocalSlack,

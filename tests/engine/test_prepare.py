@@ -183,3 +183,39 @@ async def test_an_approval_given_before_an_edit_is_asked_again(make_engine) -> N
     final = await make_engine().resume(run.run_id, known=result.run)
     assert final is not None and final.status is RunStatus.COMPLETED
     assert transfers == [edited], "ran once, with the edited input, after both said yes to it"
+
+
+async def test_an_edit_closes_the_other_card_on_the_call_and_asks_again_with_the_edited_input(
+    make_engine, publisher
+) -> None:
+    """The card a person approves is the card they saw: after an Edit of the gated call, the
+    HumanInTheLoop card about the old input is closed as changed, a new card asks about the
+    edited call, and a click on the old card decides nothing."""
+    transfers.clear()
+    run = await make_engine().start(graph="prepare-gate-and-hitl", task="pay", user="U0", channel="C1")
+    asks = {a.name: a for a in run.pending_asks()}
+    hitl, gate = asks["strands:human-in-the-loop"], asks["approve_transfer"]
+    assert "100" in str(hitl.reason)
+
+    edited = {"amount": 5000, "to": "mallory"}
+    result = await make_engine().decide(
+        run_id=run.run_id, ask_key=gate.key, decision=_decision(Verdict.EDIT, edited_input=edited)
+    )
+    after = await make_engine().resume(run.run_id, known=result.run)
+
+    assert after is not None and after.status is RunStatus.WAITING and transfers == []
+    old = after.asks[hitl.key]
+    assert old.status.value == "obsolete" and old.closed is not None and old.closed.value == "changed"
+    (again,) = after.pending_asks()
+    assert again.name == "strands:human-in-the-loop" and again.key != hitl.key and "5000" in str(again.reason)
+    assert again.digest != hitl.digest
+    assert ("changed", run.run_id, f"{hitl.key}:closed:changed") in publisher.events, "the old card says so"
+    assert ("card", run.run_id, again.key) in publisher.events, "a new card asks about the edited call"
+
+    stale = await make_engine().decide(run_id=run.run_id, ask_key=hitl.key, decision=_decision(Verdict.APPROVE))
+    assert not stale.accepted and stale.ask is not None and stale.ask.closed is not None
+    assert (await make_engine().resume(run.run_id)) is not None and transfers == [], "the old card approved nothing"
+
+    result = await make_engine().decide(run_id=run.run_id, ask_key=again.key, decision=_decision(Verdict.APPROVE))
+    final = await make_engine().resume(run.run_id, known=result.run)
+    assert final is not None and final.status is RunStatus.COMPLETED and transfers == [edited]
