@@ -66,6 +66,7 @@ class Courier:
         except StoreError:
             logger.warning("run %s: could not record what Slack accepted; the sweeper will check", run.run_id)
             return run
+        crash_point("recorded")
         await self._retract_duplicates(stored, delivery)
         return stored
 

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 # How long the process that made a state change has to deliver what it owes Slack before
 # a sweeper delivers it instead (checking Slack first for what was already posted).
-DELIVERY_GRACE_SECONDS = 60.0
+# ``DELIVERY_GRACE_SECONDS`` overrides it (tests shorten it; a sweeper that runs rarely
+# gains nothing from a shorter one).
+DELIVERY_GRACE_SECONDS = float(os.environ.get("DELIVERY_GRACE_SECONDS") or 60.0)
 MAX_TRAIL = 200
 # A waiting run's offloaded state carries a TTL; the sweeper rewrites it this long before
 # it would expire, so a run may wait for a person indefinitely.
