@@ -62,7 +62,7 @@ class Saver:
             try:
                 return await asyncio.to_thread(self._store.save, target, expected_version=expected), True
             except VersionConflict:
-                fresh = await self._reload(claimed)
+                fresh = await self._reload(claimed, beat=beat)
                 if fresh is None or fresh.lease_owner != claimed.lease_owner:
                     logger.warning("run %s: lost the lease during a pass; dropped its result", claimed.run_id)
                     return (fresh if fresh is not None else claimed), False
@@ -82,9 +82,12 @@ class Saver:
                 logger.error("run %s: saving its progress failed (%s); ending it as failed", claimed.run_id, error)
                 target, delay = fallback, FIRST_DELAY
 
-    async def _reload(self, claimed: Run) -> Run | None:
+    async def _reload(self, claimed: Run, *, beat: Beat) -> Run | None:
+        """The run as stored now; None (as if lost) when the store stays away past the lease."""
         while True:
             try:
                 return await asyncio.to_thread(self._store.load, claimed.run_id, snapshot=False)
             except StoreUnavailable:
+                if beat.until - LEASE_MARGIN <= self._clock():
+                    return None
                 await asyncio.sleep(FIRST_DELAY)

@@ -81,6 +81,10 @@ class SqliteRunStore:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
+        self._create_schema()
+
+    @_mapped
+    def _create_schema(self) -> None:
         with self._write() as conn:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():

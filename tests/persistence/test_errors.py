@@ -1,0 +1,74 @@
+"""Every backend error reaches the engine as one family: StoreUnavailable or StoreBroken."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import botocore.exceptions
+import pytest
+from botocore.exceptions import ClientError
+
+from persistence import sqlite as sqlite_store
+from persistence.aws import store_error
+from persistence.base import StoreBroken, StoreError, StoreUnavailable
+from tests.persistence.conftest import make_run
+
+
+def _client_error(code: str, status: int) -> ClientError:
+    response = {"Error": {"Code": code, "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": status}}
+    return ClientError(response, "UpdateItem")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("error", "family"),
+    [
+        (_client_error("ProvisionedThroughputExceededException", 400), StoreUnavailable),
+        (_client_error("ThrottlingException", 400), StoreUnavailable),
+        (_client_error("InternalServerError", 500), StoreUnavailable),
+        (_client_error("SomethingNew", 503), StoreUnavailable),
+        (_client_error("ValidationException", 400), StoreBroken),
+        (_client_error("AccessDeniedException", 400), StoreBroken),
+        (_client_error("ResourceNotFoundException", 400), StoreBroken),
+        (botocore.exceptions.ReadTimeoutError(endpoint_url="http://x"), StoreUnavailable),
+        (botocore.exceptions.EndpointConnectionError(endpoint_url="http://x"), StoreUnavailable),
+        (botocore.exceptions.ConnectionClosedError(endpoint_url="http://x"), StoreUnavailable),
+        (botocore.exceptions.NoCredentialsError(), StoreBroken),
+    ],
+)
+def test_botocore_errors_map_to_the_store_family(error: Exception, family: type[StoreError]) -> None:
+    mapped = store_error(error)
+    assert type(mapped) is family
+
+
+def test_a_locked_sqlite_file_is_unavailable_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real lock held by another connection: the store raises StoreUnavailable, and
+    works again once the lock is gone."""
+    monkeypatch.setattr(sqlite_store, "_BUSY_TIMEOUT_S", 0.2)
+    path = str(tmp_path / "runs.sqlite3")
+    store = sqlite_store.SqliteRunStore(path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    failures: list[BaseException] = []
+
+    def create() -> None:  # a thread of its own: a fresh connection with the short timeout
+        try:
+            store.create(make_run("r-locked"))
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=create)
+    thread.start()
+    thread.join()
+    assert len(failures) == 1 and isinstance(failures[0], StoreUnavailable), failures
+    holder.execute("ROLLBACK")
+    store.create(make_run("r-locked"))
+    assert store.load("r-locked") is not None
+
+
+def test_a_corrupt_sqlite_file_is_broken(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError):
+        sqlite_store.SqliteRunStore(str(path)).load("anything")

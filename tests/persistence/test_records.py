@@ -1,0 +1,75 @@
+"""What a run record says it owes Slack and when a sweeper should look at it: derived, never stored."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from persistence.records import (
+    DELIVERY_GRACE_SECONDS,
+    LIVE,
+    STATE_REFRESH_MARGIN_SECONDS,
+    AskStatus,
+    Closed,
+    Decision,
+    MessageRef,
+    RunStatus,
+    ToolCall,
+    Verdict,
+    ask_digest,
+)
+from tests.persistence.conftest import make_run
+
+CARD = MessageRef(channel="C1", ts="1.1")
+THREAD = MessageRef(channel="C1", ts="1.0")
+
+
+def test_a_pending_ask_without_a_card_is_owed_once_the_run_has_a_thread() -> None:
+    bare = {k: replace(a, card=None) for k, a in make_run("r").asks.items()}
+    run = make_run("r", status=RunStatus.WAITING, thread=None, asks=bare)
+    assert not run.owes_slack, "no thread yet: nothing can be posted"
+    run = run.evolve(thread=THREAD)
+    assert run.owes_slack and run.sweep_at == run.updated_at + DELIVERY_GRACE_SECONDS
+    carded = {k: replace(a, card=CARD, shown=LIVE) for k, a in run.asks.items()}
+    assert not run.evolve(asks=carded).owes_slack
+
+
+def test_a_card_that_shows_something_else_than_its_ask_is_owed_an_update() -> None:
+    run = make_run("r", status=RunStatus.WAITING, thread=THREAD)
+    asks = {k: replace(a, card=CARD, shown=LIVE) for k, a in run.asks.items()}
+    decided = replace(
+        asks["a1"], status=AskStatus.DECIDED, decision=Decision(verdict=Verdict.APPROVE, user="U", at=1.0)
+    )
+    assert decided.view == "decided" and decided.card_owed
+    closed = replace(asks["a1"], status=AskStatus.OBSOLETE, closed=Closed.CHANGED)
+    assert closed.view == "closed:changed" and closed.card_owed
+    assert not replace(closed, shown="closed:changed").card_owed
+    assert run.evolve(asks={**asks, "a1": decided}).owes_slack
+
+
+def test_a_finished_run_owes_its_final_message_until_recorded() -> None:
+    run = make_run("r", status=RunStatus.COMPLETED, thread=THREAD, asks={})
+    assert run.owes_slack and run.sweep_at is not None
+    done = run.evolve(final=MessageRef(channel="C1", ts="9.9"))
+    assert not done.owes_slack and done.sweep_at is None
+
+
+def test_a_waiting_run_is_swept_before_its_offloaded_state_expires() -> None:
+    asks = {k: replace(a, card=CARD, shown=LIVE) for k, a in make_run("r").asks.items()}
+    run = make_run(
+        "r", status=RunStatus.WAITING, thread=THREAD, asks=asks, state_ref={"kind": "chunks", "expires_at": 1e9}
+    )
+    assert run.sweep_at == 1e9 - STATE_REFRESH_MARGIN_SECONDS
+
+
+def test_the_digest_follows_everything_the_card_shows() -> None:
+    call = ToolCall(name="transfer", input={"amount": 100, "to": "acme"})
+    base = ask_digest(name="approve", reason="100 to acme", tool=call)
+    assert base == ask_digest(name="approve", reason="100 to acme", tool=call)
+    assert base != ask_digest(name="approve", reason="5000 to mallory", tool=call)
+    assert base != ask_digest(
+        name="approve", reason="100 to acme", tool=replace(call, input={"amount": 5000, "to": "acme"})
+    )
+    assert base != ask_digest(name="other", reason="100 to acme", tool=call)
+    assert ask_digest(name="a", reason={"x": 1, "y": 2}, tool=None) == ask_digest(
+        name="a", reason={"y": 2, "x": 1}, tool=None
+    )
