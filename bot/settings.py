@@ -1,4 +1,4 @@
-"""Configuration from the environment (names fixed by DESIGN section 2), validated once.
+"""Configuration from the environment (the names are a fixed contract, listed in the README), validated once.
 
 Secrets are ``SecretStr`` so that a logged settings object never shows them.
 """

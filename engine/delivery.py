@@ -71,9 +71,9 @@ class Courier:
         return stored
 
     async def _post_card(self, run: Run, ask: Ask, *, check_slack: bool) -> MessageRef | None:
+        if check_slack and (found := await self.find(run, ask.key)):
+            return found
         try:
-            if check_slack and (found := await self._publisher.find_posted(run=run, what=ask.key)):
-                return found
             return await self._publisher.post_card(run=run, ask=ask)
         except Exception:
             logger.warning(
@@ -92,12 +92,25 @@ class Courier:
         return True
 
     async def _post_final(self, run: Run, *, check_slack: bool) -> MessageRef | None:
+        if check_slack and (found := await self.find(run, FINAL)):
+            return found
         try:
-            if check_slack and (found := await self._publisher.find_posted(run=run, what=FINAL)):
-                return found
             return await self._publisher.post_final(run=run)
         except Exception:
             logger.warning("run %s: posting its end failed; it stays owed", run.run_id, exc_info=True)
+            return None
+
+    async def find(self, run: Run, what: str) -> MessageRef | None:
+        """A message already posted for ``what``; None when there is none or Slack cannot say.
+
+        A lookup that fails (a missing history scope, a channel the bot cannot read) must
+        not block delivery for ever: posting again risks a duplicate, never delivering
+        loses the message. The first is the lesser harm.
+        """
+        try:
+            return await self._publisher.find_posted(run=run, what=what)
+        except Exception:
+            logger.warning("run %s: could not look for %s in Slack; posting it", run.run_id, what or "the run")
             return None
 
     async def _retract_duplicates(self, stored: Run, delivery: Delivery) -> None:

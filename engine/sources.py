@@ -1,6 +1,6 @@
 """Where an interrupt came from, which buttons it gets, and what each decision sends back.
 
-Graph code receives a JSON object for every decision (the contract in DESIGN section 2):
+Graph code receives a JSON object for every decision (a fixed contract, see the README):
 ``{"decision": "approve" | "reject" | "reply", "text": str | None, "user": "U…"}``.
 Two sources get one more button: an Edit on a ``BeforeToolCallEvent`` gate sends
 ``"approve"`` plus ``"edited_input"`` (and the engine makes the tool run with it), a

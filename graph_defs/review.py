@@ -1,6 +1,6 @@
 """``review_after``: a person checks what a tool returned before the agent may use it.
 
-Strands 1.62 cannot interrupt from ``AfterToolCallEvent`` (seed 002 is the unmerged PR
+Strands 1.62 cannot interrupt from ``AfterToolCallEvent`` (the unmerged Strands pull request is the PR
 that would add it), so the review is a tool wrapper with the wrapped tool's name and spec:
 
 1. Unless this tool use (``toolUseId``) has a stored result, the wrapped tool runs and
@@ -55,7 +55,7 @@ _APPROVE_WORDS = {"approve", "approved", "y", "yes", "true"}
 class ReplayedToolError(Exception):
     """The exception a reviewed tool raised, as it survives a snapshot.
 
-    The original object cannot cross a process boundary (seed 002 hits the same limit
+    The original object cannot cross a process boundary (that pull request hits the same limit
     and restores a plain ``Exception``); its type name and message can, and hooks that
     look at ``AfterToolCallEvent.exception`` can still tell which error it was.
     """
