@@ -19,6 +19,7 @@ from engine.crash import crash_point
 from engine.ports import FINAL, Publisher
 from persistence.base import Delivery, RunStore, StoreError
 from persistence.records import LIVE, Ask, MessageRef, Run, RunStatus
+from persistence.rules import apply_delivery
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class Courier:
                 delivery.shown[ask.key] = ask.view
         if run.status.terminal and run.final is None:
             delivery = replace(delivery, final=await self._post_final(run, check_slack=check_slack))
+        if check_slack:  # a sweeper's round: count it if Slack is still owed something
+            delivery = replace(delivery, stalled=apply_delivery(run, delivery).owes_slack)
         if delivery.empty and not check_slack:
             return run
         crash_point("posted")

@@ -28,10 +28,13 @@ class Delivery:
     cards: dict[str, MessageRef] = field(default_factory=dict)
     shown: dict[str, str] = field(default_factory=dict)
     final: MessageRef | None = None
+    # A sweeper's delivery that left something owed (Slack kept failing): the record counts
+    # such rounds and the sweeper backs off, so a channel that is gone is not hammered.
+    stalled: bool = False
 
     @property
     def empty(self) -> bool:
-        return self.thread is None and not self.cards and not self.shown and self.final is None
+        return self.thread is None and not self.cards and not self.shown and self.final is None and not self.stalled
 
 
 class StoreError(Exception):

@@ -145,6 +145,8 @@ def delivery_expression(
         names["#thread"] = "thread"
         values[":thread"] = wire(asdict(delivery.thread))
         sets.append("#thread = if_not_exists(#thread, :thread)")
+    names["#stalled"], values[":zero"] = "stalled", {"N": "0"}
+    sets.append("#stalled = if_not_exists(#stalled, :zero) + :one" if delivery.stalled else "#stalled = :zero")
     if delivery.final is not None:
         names["#final"] = "final"
         values[":final"] = wire(asdict(delivery.final))

@@ -27,6 +27,7 @@ from typing import Any
 # gains nothing from a shorter one).
 DELIVERY_GRACE_SECONDS = float(os.environ.get("DELIVERY_GRACE_SECONDS") or 60.0)
 MAX_TRAIL = 200
+MAX_BACKOFF_DOUBLINGS = 10  # a delivery that keeps failing is retried at most ~17 h apart (60 s grace)
 # A waiting run's offloaded state carries a TTL; the sweeper rewrites it this long before
 # it would expire, so a run may wait for a person indefinitely.
 STATE_REFRESH_MARGIN_SECONDS = 7 * 86400.0
@@ -252,6 +253,7 @@ class Run:
     channel: str | None = None
     final: MessageRef | None = None
     trail: tuple[str, ...] = ()  # the nodes run so far, in order (the last ``MAX_TRAIL``)
+    stalled: int = 0  # sweeper deliveries in a row that left something owed
     # Where the store keeps the state (store-owned; the engine only passes it back). Not
     # part of a run's identity: the same run read from two stores compares equal.
     state_ref: dict[str, Any] | None = field(default=None, compare=False)
@@ -275,7 +277,7 @@ class Run:
         if self.status is RunStatus.WAITING and self.decided_asks():
             due.append(self.updated_at)
         if self.owes_slack:
-            due.append(self.updated_at + DELIVERY_GRACE_SECONDS)
+            due.append(self.updated_at + DELIVERY_GRACE_SECONDS * 2 ** min(self.stalled, MAX_BACKOFF_DOUBLINGS))
         state_expires = (self.state_ref or {}).get("expires_at")
         if self.status is RunStatus.WAITING and state_expires is not None:
             due.append(float(state_expires) - STATE_REFRESH_MARGIN_SECONDS)
@@ -334,6 +336,7 @@ class Run:
             "channel": self.channel,
             "final": asdict(self.final) if self.final else None,
             "trail": list(self.trail),
+            "stalled": self.stalled,
             "state_ref": self.state_ref,
         }
 
@@ -358,5 +361,6 @@ class Run:
             channel=data.get("channel"),
             final=MessageRef(**data["final"]) if data.get("final") else None,
             trail=tuple(data.get("trail") or ()),
+            stalled=int(data.get("stalled") or 0),
             state_ref=data.get("state_ref"),
         )

@@ -32,4 +32,5 @@ def apply_delivery(run: Run, delivery: Delivery) -> Run:
         asks=asks,
         thread=run.thread or delivery.thread,
         final=run.final or delivery.final,
+        stalled=run.stalled + 1 if delivery.stalled else 0,
     )

@@ -112,3 +112,28 @@ async def test_cards_that_failed_to_post_are_posted_again_by_the_sweeper(tmp_pat
     assert await engine(store, publisher, ahead=240).sweep() == [], "posted once, then left alone"
     result = await engine(store, publisher).decide(run_id=run.run_id, ask_key=ask.key, decision=approve())
     assert result.accepted
+
+
+async def test_a_delivery_that_keeps_failing_backs_off_and_recovers(tmp_path: Path, publisher) -> None:
+    """Slack refusing a card for good (a channel that is gone) must not be hammered every
+    sweep: each failed sweeper round doubles the wait; a success resets it."""
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+    original = publisher.post_card
+
+    async def channel_is_gone(**kwargs: Any) -> Any:
+        raise RuntimeError("channel_not_found")
+
+    publisher.post_card = channel_is_gone
+    run = await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
+    due = []
+    for ahead in (61, 61 + 121, 61 + 121 + 241):
+        (swept,) = await engine(store, publisher, ahead=ahead).sweep()
+        assert swept.owes_slack and swept.sweep_at is not None
+        due.append(swept.sweep_at - swept.updated_at)
+    assert due == [120.0, 240.0, 480.0], "each failed round doubles the wait"
+    assert await engine(store, publisher, ahead=400).sweep() == [], "not before the wait is over"
+
+    publisher.post_card = original
+    (delivered,) = await engine(store, publisher, ahead=2000).sweep()
+    assert not delivered.owes_slack and delivered.stalled == 0 and delivered.sweep_at is None
+    assert run.run_id == delivered.run_id
