@@ -11,12 +11,12 @@ posting it twice.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import replace
 
 from engine.crash import crash_point
 from engine.ports import FINAL, Publisher
+from engine.threads import in_thread
 from persistence.base import Delivery, RunStore, StoreError
 from persistence.records import LIVE, Ask, MessageRef, Run, RunStatus
 from persistence.rules import apply_delivery
@@ -65,7 +65,7 @@ class Courier:
             return run
         crash_point("posted")
         try:
-            stored = await asyncio.to_thread(self._store.record_delivery, run, delivery)
+            stored = await in_thread(self._store.record_delivery, run, delivery)
         except StoreError:
             logger.warning("run %s: could not record what Slack accepted; the sweeper will check", run.run_id)
             return run

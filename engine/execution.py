@@ -6,7 +6,6 @@ lazily: the Slack ack path imports ``engine`` but must never pay for ``strands``
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from engine.prepare import STALE_ANSWERS, agents_under, edited_input, prepare
 from engine.snapshot import dump_state, restore_state
 from engine.sources import gated_tool_use_id, verdicts_for
+from engine.threads import in_thread
 from persistence.records import ToolCall, Verdict
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ async def _run_pass(
         prepare(graph)
         if snapshot is not None:
             # Decoding megabytes of state would hold up every ack on this process's loop.
-            await asyncio.to_thread(restore_state, graph, snapshot)
+            await in_thread(restore_state, graph, snapshot)
             graph_input: Any = response_entries(responses)
         else:
             graph_input = task or ""
@@ -194,7 +194,7 @@ def _bounded_call(agent: Any, use: dict[str, Any]) -> ToolCall | None:
 async def _dump(graph: Graph) -> bytes:
     # Megabytes of JSON would hold up every other request on the event loop; the pass is
     # over, so nothing else touches the graph meanwhile.
-    return await asyncio.to_thread(dump_state, graph)
+    return await in_thread(dump_state, graph)
 
 
 def final_output(graph: Graph, result: Any) -> str:

@@ -18,7 +18,6 @@ replicas, Lambda invocations, the sweeper) can handle clicks for the same run:
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import logging
@@ -38,6 +37,7 @@ from engine.ports import GraphSource, Publisher, PublishError
 from engine.saving import Saver, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
+from engine.threads import in_thread
 from persistence.base import (
     AskNotFound,
     AskNotPending,
@@ -114,7 +114,7 @@ class RunEngine:
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        return await in_thread(fn, *args, **kwargs)
 
     async def start(self, *, graph: str, task: str, user: str, channel: str) -> Run:
         """Record, announce and run a new graph run until it pauses or ends.
@@ -295,8 +295,9 @@ class RunEngine:
                 else:
                     decided = run.decided_asks()
                     responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
-                    step = await self._pass(run, responses, stale=stale_answers(run))
-                    target = settle(run, step, sent=[a.key for a in decided], now=self._clock()).run
+                    stale = stale_answers(run)
+                    step = await self._pass(run, responses, stale=stale)
+                    target = settle(run, step, sent=[a.key for a in decided], now=self._clock(), stale=stale).run
                 saved, landed = await self._saver.save(run, target, beat=beat)
             crash_point("saved")
             if not landed:

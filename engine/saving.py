@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from engine.lease import Beat
 from engine.settle import merge_concurrent_decisions
+from engine.threads import in_thread
 from persistence.base import RunStore, StoreError, StoreUnavailable, VersionConflict
 from persistence.records import AskStatus, Closed, Run, RunStatus
 
@@ -60,7 +61,7 @@ class Saver:
         expected, delay = claimed.version, FIRST_DELAY
         while True:
             try:
-                return await asyncio.to_thread(self._store.save, target, expected_version=expected), True
+                return await in_thread(self._store.save, target, expected_version=expected), True
             except VersionConflict:
                 fresh = await self._reload(claimed, beat=beat)
                 if fresh is None or fresh.lease_owner != claimed.lease_owner:
@@ -86,7 +87,7 @@ class Saver:
         """The run as stored now; None (as if lost) when the store stays away past the lease."""
         while True:
             try:
-                return await asyncio.to_thread(self._store.load, claimed.run_id, snapshot=False)
+                return await in_thread(self._store.load, claimed.run_id, snapshot=False)
             except StoreUnavailable:
                 if beat.until - LEASE_MARGIN <= self._clock():
                     return None

@@ -44,7 +44,7 @@ def new_ask_key(taken: Collection[str]) -> str:
     return key
 
 
-def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
+def settle(claimed: Run, step: Step, *, sent: list[str], now: float, stale: Collection[str] = ()) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
     An interrupt raised again with the same id from the same node and the same content
@@ -60,7 +60,10 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float) -> Outcome:
     """
     asks = dict(claimed.asks)
     for key in sent:
-        asks[key] = replace(asks[key], status=AskStatus.CONSUMED)
+        if asks[key].interrupt_id in stale:  # forgotten after an Edit of its call: void, asked again
+            asks[key] = replace(asks[key], status=AskStatus.OBSOLETE, closed=Closed.CHANGED, decision=None)
+        else:
+            asks[key] = replace(asks[key], status=AskStatus.CONSUMED)
 
     new_asks: list[Ask] = []
     still_open: set[str] = set()
@@ -174,9 +177,12 @@ def stale_answers(run: Run) -> list[str]:
         if decision is None or decision.verdict is not Verdict.EDIT or tool_use_id is None:
             continue
         for other in run.asks.values():
-            before = other.decision is None or other.decision.at <= decision.at
-            open_or_earlier = other.status is AskStatus.PENDING or (other.decision is not None and before)
-            if other.key != edit.key and open_or_earlier and gated_tool_use_id(other.interrupt_id) == tool_use_id:
+            if other.key == edit.key or gated_tool_use_id(other.interrupt_id) != tool_use_id:
+                continue
+            # Whenever it was given (clocks of different hosts do not order it), an answer
+            # counts for the edited call only if its card showed the edited call.
+            saw_the_edit = other.tool is not None and other.tool.input == decision.edited_input
+            if not saw_the_edit:
                 stale.append(other.interrupt_id)
     return stale
 

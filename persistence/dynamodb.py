@@ -35,6 +35,7 @@ record the final message.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -57,7 +58,7 @@ from persistence.base import (
 )
 from persistence.dynamo_offload import Offloader, SnapshotMoved
 from persistence.records import DEFAULT_VERDICTS, AskStatus, Decision, MessageRef, Run, RunStatus
-from persistence.rules import apply_delivery
+from persistence.rules import apply_delivery, known_to
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -90,12 +91,21 @@ class DynamoRunStore:
     def create(self, run: Run) -> None:
         stored, inline, new_ref = self._place_state(run.evolve(state_ref=None))
         item = items.run_item(stored, expires_at=None)
+        item["write_id"] = {"S": secrets.token_hex(8)}  # a retried put recognises itself by it
         if inline is not None:
             item["state"] = {"B": inline}
         try:
-            self._ddb.put_item(TableName=self._table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+            self._ddb.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
         except ClientError as exc:
             if _condition_failed(exc):
+                old = _stored_item(exc)
+                if old is not None and old.get("write_id") == item["write_id"]:
+                    return  # our own put, retried after a lost response
                 if new_ref is not None:
                     self._offload.drop(run.run_id, new_ref, chunks_too=True)
                 raise RunExists(run.run_id) from None
@@ -204,7 +214,9 @@ class DynamoRunStore:
             names["#card"] = "card"
             values[":card"] = items.wire({"channel": card.channel, "ts": card.ts})
         if claim is None:
-            update += ", sweep_at = :now"
+            # Due at once on a waiting run (its decision needs picking up); at its lease's
+            # end on a held one (its holder picks the decision up when it saves).
+            update += ", sweep_at = if_not_exists(lease_until, :now)"
         else:
             update += ", #st = :resuming, lease_owner = :owner, lease_until = :until, sweep_at = :until"
             condition += " AND #st = :waiting AND (attribute_not_exists(lease_owner) OR lease_until < :now)"
@@ -292,7 +304,9 @@ class DynamoRunStore:
             # click lands (v+2), botocore retries and fails on the version. The token names
             # this claim alone, so finding it stored means the claim is ours, whatever the version.
             if stored is not None and stored.lease_owner == owner:
-                return stored.version
+                # The version the claim made, not the one stored now: the caller's copy of
+                # the asks is from before the click, so its save must conflict and merge.
+                return expected_version + 1
             raise VersionConflict(f"{run_id}: expected version {expected_version}") from None
         return expected_version + 1
 
@@ -329,7 +343,8 @@ class DynamoRunStore:
         # Readers only follow the pointer of a committed record, so none sees half a state.
         # A crash between 1 and 2 leaves an orphan that expires (chunk TTL, bucket rule).
         stored, inline, new_ref = self._place_state(run.evolve(version=expected_version + 1))
-        changed = stored.state_ref is not run.state_ref
+        # The inline state goes when the state is dropped or moves out (never when kept).
+        drop_inline = inline is None and stored.state_ref is not run.state_ref
         write_id = secrets.token_hex(8)
         expires_at = stored.updated_at + self._retention if stored.status.terminal and self._finished_ttl else None
         try:
@@ -344,7 +359,7 @@ class DynamoRunStore:
                     expires_at=expires_at,
                     write_id=write_id,
                     inline_state=inline,
-                    drop_inline=changed and inline is None,
+                    drop_inline=drop_inline,
                     expected_version=expected_version,
                 ),
             )
@@ -366,11 +381,11 @@ class DynamoRunStore:
 
     @aws.mapped
     def record_delivery(self, seen: Run, delivery: Delivery) -> Run:
-        # Fast path: conditional on the version the caller saw, so the sweep index can be
-        # set from the record as it will be. If anything landed since (a click, a save),
-        # the same attributes are written without that condition and without touching the
-        # index: whoever wrote last set it from their record, and a sweeper that finds
-        # nothing to do there clears it (``record_delivery`` with an empty delivery).
+        # Fast path: conditional on the version the caller saw, so the sweep index is set
+        # from the record as it will be, in the same write. If anything landed since (a
+        # click, a save), the same attributes are written without that condition, for the
+        # asks still on the record, and the index is then brought in line separately.
+        delivery = known_to(delivery, seen)
         target = apply_delivery(seen, delivery)
         try:
             got = self._ddb.update_item(
@@ -381,24 +396,52 @@ class DynamoRunStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 **items.delivery_expression(delivery, sweep_at=target.sweep_at, seen_version=seen.version),
             )
+            return items.run_from_item(got["Attributes"])
         except ClientError as exc:
             if not _condition_failed(exc):
                 raise
-            if _stored_item(exc) is None:
+            old = _stored_item(exc)
+        if old is None:
+            raise RunNotFound(seen.run_id)
+        try:
+            got = self._ddb.update_item(
+                TableName=self._table,
+                Key=items.key(seen.run_id),
+                ConditionExpression="attribute_exists(pk)",
+                ReturnValues="ALL_NEW",
+                **items.delivery_expression(known_to(delivery, items.run_from_item(old))),
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
                 raise RunNotFound(seen.run_id) from None
-            try:
-                got = self._ddb.update_item(
-                    TableName=self._table,
-                    Key=items.key(seen.run_id),
-                    ConditionExpression="attribute_exists(pk)",
-                    ReturnValues="ALL_NEW",
-                    **items.delivery_expression(delivery),
-                )
-            except ClientError as again:
-                if _condition_failed(again):
-                    raise RunNotFound(seen.run_id) from None
-                raise
-        return items.run_from_item(got["Attributes"])
+            raise
+        stored = items.run_from_item(got["Attributes"])
+        indexed = got["Attributes"].get("sweep_at")
+        if stored.sweep_at != (items.plain({"at": indexed})["at"] if indexed is not None else None):
+            self._set_sweep_at(stored)
+        return stored
+
+    def _set_sweep_at(self, run: Run) -> None:
+        """Bring the sweep index in line with a record a delivery changed (the rare path).
+
+        Conditional on the version just read: a write that lands in between set the
+        index itself, from a record that already holds this delivery. Losing that race is
+        fine, and so is failing: the sweeper re-reads every run it is pointed at.
+        """
+        sweep_at = run.sweep_at
+        update = "SET sweep_pk = :sweep, sweep_at = :at" if sweep_at is not None else "REMOVE sweep_pk, sweep_at"
+        values: dict[str, Any] = {":v": items.wire(run.version)}
+        if sweep_at is not None:
+            values.update({":sweep": {"S": items.SWEEP_PK}, ":at": items.wire(sweep_at)})
+        with contextlib.suppress(ClientError):
+            self._ddb.update_item(
+                TableName=self._table,
+                Key=items.key(run.run_id),
+                UpdateExpression=update,
+                ConditionExpression="#version = :v",
+                ExpressionAttributeNames={"#version": "version"},
+                ExpressionAttributeValues=values,
+            )
 
     @aws.mapped
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:

@@ -34,3 +34,12 @@ def apply_delivery(run: Run, delivery: Delivery) -> Run:
         final=run.final or delivery.final,
         stalled=run.stalled + 1 if delivery.stalled else 0,
     )
+
+
+def known_to(delivery: Delivery, run: Run) -> Delivery:
+    """``delivery`` for the asks ``run`` still holds (a finished one may have been dropped)."""
+    return replace(
+        delivery,
+        cards={k: v for k, v in delivery.cards.items() if k in run.asks},
+        shown={k: v for k, v in delivery.shown.items() if k in run.asks},
+    )

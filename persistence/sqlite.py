@@ -204,7 +204,9 @@ class SqliteRunStore:
         with self._write() as conn:
             run = self._read(conn, run_id)
             if run is not None and run.lease_owner == owner:
-                return run.version  # the same call again (tokens name one claim): already done
+                # The same call again (tokens name one claim): already done. The version it
+                # made, so a caller holding an older copy conflicts and merges on save.
+                return expected_version + 1
             if run is None or run.version != expected_version:
                 raise VersionConflict(f"{run_id}: expected version {expected_version}")
             new = run.evolve(

@@ -219,3 +219,26 @@ async def test_an_edit_closes_the_other_card_on_the_call_and_asks_again_with_the
     result = await make_engine().decide(run_id=run.run_id, ask_key=again.key, decision=_decision(Verdict.APPROVE))
     final = await make_engine().resume(run.run_id, known=result.run)
     assert final is not None and final.status is RunStatus.COMPLETED and transfers == [edited]
+
+
+async def test_an_approval_given_after_an_edit_on_a_card_showing_the_old_call_counts_for_nothing(make_engine) -> None:
+    """Alice edits the gate; Bob then approves the HumanInTheLoop card, which still shows
+    the old call. Both answers reach the same pass. Bob approved 100 to acme, not the
+    edited call: his answer is void, and the question is asked again about the edit."""
+    transfers.clear()
+    run = await make_engine().start(graph="prepare-gate-and-hitl", task="pay", user="U0", channel="C1")
+    asks = {a.name: a for a in run.pending_asks()}
+    hitl, gate = asks["strands:human-in-the-loop"], asks["approve_transfer"]
+    edited = {"amount": 5000, "to": "mallory"}
+    await make_engine().decide(
+        run_id=run.run_id, ask_key=gate.key, decision=_decision(Verdict.EDIT, edited_input=edited)
+    )
+    await make_engine().decide(run_id=run.run_id, ask_key=hitl.key, decision=_decision(Verdict.APPROVE))
+
+    after = await make_engine().resume(run.run_id)
+
+    assert after is not None and after.status is RunStatus.WAITING and transfers == [], "nothing ran on Bob's word"
+    old = after.asks[hitl.key]
+    assert old.status.value == "obsolete" and old.closed is not None and old.closed.value == "changed"
+    (again,) = after.pending_asks()
+    assert again.name == "strands:human-in-the-loop" and "5000" in str(again.reason)

@@ -316,8 +316,12 @@ def test_the_same_call_again_is_recognised_as_done(backend: Backend) -> None:
             lease_until=99.0,
             now=13.0,
         )
-        == v + 1
-    )
+        == v
+    ), "recognised as done; the version the claim made, not the one stored now"
+    holder = store.load("r-again")
+    assert holder is not None
+    with pytest.raises(VersionConflict):  # so a holder with a pre-click copy merges instead of overwriting
+        store.save(holder.evolve(status=RunStatus.WAITING), expected_version=v)
 
 
 def _requests(backend: Backend, request: pytest.FixtureRequest) -> Callable[[], dict[str, int]]:
