@@ -12,6 +12,7 @@ posting it twice.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import replace
 
 from engine.crash import crash_point
@@ -40,28 +41,39 @@ class Courier:
                 asks[ask.key] = replace(ask, shown=ask.view)
         return run.evolve(asks=asks)
 
-    async def deliver(self, run: Run, *, check_slack: bool = False) -> Run:
+    async def deliver(self, run: Run, *, unposted: Collection[str] = (), sweeping: bool = False) -> Run:
         """Deliver everything ``run`` owes Slack and record it; returns the run as stored.
 
-        ``check_slack``: the debts may be partly paid already (a process died between
-        posting and recording), so look for each message before posting it.
+        ``unposted`` names what this process knows was never posted: the asks its own
+        save just created, and ``FINAL`` if that save ended the run. Any other message
+        owed may have been posted by a process that died before recording it, so it is
+        looked for in Slack first. ``sweeping``: a sweeper's round, counted (for backing
+        off) when Slack is still owed something after it.
         """
+        delivery = Delivery()
+        if run.thread is None and run.owes_slack:
+            thread = await self.find(run, "") or await self._announce(run)
+            if thread is None:
+                return await self._record(run, replace(delivery, stalled=sweeping), sweeping=sweeping)
+            run, delivery = run.evolve(thread=thread), replace(delivery, thread=thread)
         if run.thread is None:
             return run
-        delivery = Delivery()
         if run.status is RunStatus.WAITING:
             for ask in run.pending_asks():
-                if ask.card is None and (ref := await self._post_card(run, ask, check_slack=check_slack)):
+                if ask.card is None and (ref := await self._post_card(run, ask, look=ask.key not in unposted)):
                     delivery.cards[ask.key] = ref
                     delivery.shown[ask.key] = LIVE
         for ask in run.asks.values():
             if ask.card_owed and await self._update(run, ask):
                 delivery.shown[ask.key] = ask.view
         if run.status.terminal and run.final is None:
-            delivery = replace(delivery, final=await self._post_final(run, check_slack=check_slack))
-        if check_slack:  # a sweeper's round: count it if Slack is still owed something
+            delivery = replace(delivery, final=await self._post_final(run, look=FINAL not in unposted))
+        if sweeping:
             delivery = replace(delivery, stalled=apply_delivery(run, delivery).owes_slack)
-        if delivery.empty and not check_slack:
+        return await self._record(run, delivery, sweeping=sweeping)
+
+    async def _record(self, run: Run, delivery: Delivery, *, sweeping: bool) -> Run:
+        if delivery.empty and not sweeping:
             return run
         crash_point("posted")
         try:
@@ -73,8 +85,16 @@ class Courier:
         await self._retract_duplicates(stored, delivery)
         return stored
 
-    async def _post_card(self, run: Run, ask: Ask, *, check_slack: bool) -> MessageRef | None:
-        if check_slack and (found := await self.find(run, ask.key)):
+    async def _announce(self, run: Run) -> MessageRef | None:
+        assert run.channel is not None
+        try:
+            return await self._publisher.run_started(run=run, channel=run.channel)
+        except Exception:
+            logger.warning("run %s: announcing it failed; it stays owed", run.run_id, exc_info=True)
+            return None
+
+    async def _post_card(self, run: Run, ask: Ask, *, look: bool) -> MessageRef | None:
+        if look and (found := await self.find(run, ask.key)):
             return found
         try:
             return await self._publisher.post_card(run=run, ask=ask)
@@ -94,8 +114,8 @@ class Courier:
             return False
         return True
 
-    async def _post_final(self, run: Run, *, check_slack: bool) -> MessageRef | None:
-        if check_slack and (found := await self.find(run, FINAL)):
+    async def _post_final(self, run: Run, *, look: bool) -> MessageRef | None:
+        if look and (found := await self.find(run, FINAL)):
             return found
         try:
             return await self._publisher.post_final(run=run)

@@ -33,7 +33,7 @@ from engine.crash import crash_point
 from engine.delivery import Courier
 from engine.execution import Step, StepStatus, run_pass
 from engine.lease import heartbeat, new_token
-from engine.ports import GraphSource, Publisher, PublishError
+from engine.ports import FINAL, GraphSource, Publisher, PublishError
 from engine.saving import Saver, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
@@ -48,7 +48,7 @@ from persistence.base import (
     VerdictNotOffered,
     VersionConflict,
 )
-from persistence.records import Ask, Decision, MessageRef, Run, RunStatus
+from persistence.records import STATE_REFRESH_MARGIN_SECONDS, Ask, Decision, MessageRef, Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ class RunEngine:
                     run = await self.resume(run_id, known=run)
                 elif run is not None and not (run.status.leased and (run.lease_until or 0.0) >= self._clock()):
                     with self._work():
-                        run = await self._courier.deliver(run, check_slack=True)
+                        run = await self._courier.deliver(run, sweeping=True)
             except Exception:  # one broken run must not stop the sweep
                 logger.exception("sweep: run %s could not be handled", run_id)
                 continue
@@ -253,7 +253,8 @@ class RunEngine:
     def _claimable_as(self, run: Run) -> RunStatus | None:
         now = self._clock()
         if run.status is RunStatus.WAITING and run.lease_owner is None:
-            refresh_due = (run.sweep_at or now + 1) <= now and not run.owes_slack
+            expires = (run.state_ref or {}).get("expires_at")
+            refresh_due = expires is not None and float(expires) - STATE_REFRESH_MARGIN_SECONDS <= now
             if run.decided_asks() or refresh_due:
                 return RunStatus.RESUMING  # answers to send, or an expiring state to rewrite
         if run.status.leased and (run.lease_until or 0.0) < now:
@@ -290,6 +291,7 @@ class RunEngine:
                 run = await self._announced(await self._courier.card_updates(run))
                 if run.snapshot is None and run.state_ref is not None:
                     run = run.evolve(snapshot=await self._io(self._store.fetch_state, run))
+                unposted: set[str] = set()
                 if refresh_only:  # nothing to run: write the state anew (new TTL), release
                     target = run.evolve(status=RunStatus.WAITING, lease_owner=None, lease_until=None, state_ref=None)
                 else:
@@ -297,12 +299,15 @@ class RunEngine:
                     responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
                     stale = stale_answers(run)
                     step = await self._pass(run, responses, stale=stale)
-                    target = settle(run, step, sent=[a.key for a in decided], now=self._clock(), stale=stale).run
+                    outcome = settle(run, step, sent=[a.key for a in decided], now=self._clock(), stale=stale)
+                    target = outcome.run
+                    # Nobody can have posted these: the asks are new, the end is this pass's.
+                    unposted = {a.key for a in outcome.new_asks} | ({FINAL} if target.status.terminal else set())
                 saved, landed = await self._saver.save(run, target, beat=beat)
             crash_point("saved")
             if not landed:
                 return saved
-            return await self._courier.deliver(saved)
+            return await self._courier.deliver(saved, unposted=unposted)
 
     async def _announced(self, run: Run) -> Run:
         """A takeover of a first pass that died before saving its thread: find or post it."""

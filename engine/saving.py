@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -59,14 +60,16 @@ class Saver:
         """
         fallback = failed_record(claimed, now=self._clock(), error="the run's progress could not be saved")
         expected, delay = claimed.version, FIRST_DELAY
+        write_id = secrets.token_hex(8)  # the same across retries of one target: a landed attempt is ours
         while True:
             try:
-                return await in_thread(self._store.save, target, expected_version=expected), True
+                return await in_thread(self._store.save, target, expected_version=expected, write_id=write_id), True
             except VersionConflict:
                 fresh = await self._reload(claimed, beat=beat)
                 if fresh is None or fresh.lease_owner != claimed.lease_owner:
                     logger.warning("run %s: lost the lease during a pass; dropped its result", claimed.run_id)
                     return (fresh if fresh is not None else claimed), False
+                write_id = secrets.token_hex(8)
                 target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
                 fallback = merge_concurrent_decisions(claimed=claimed, mine=fallback, fresh=fresh)
                 expected = fresh.version
@@ -81,7 +84,7 @@ class Saver:
                     logger.error("run %s: could not save; its lease will expire and be taken over", claimed.run_id)
                     return claimed, False
                 logger.error("run %s: saving its progress failed (%s); ending it as failed", claimed.run_id, error)
-                target, delay = fallback, FIRST_DELAY
+                target, delay, write_id = fallback, FIRST_DELAY, secrets.token_hex(8)
 
     async def _reload(self, claimed: Run, *, beat: Beat) -> Run | None:
         """The run as stored now; None (as if lost) when the store stays away past the lease."""

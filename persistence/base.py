@@ -174,7 +174,7 @@ class RunStore(Protocol):
         """Extend the lease iff ``owner`` still holds it. Does not bump version."""
         ...
 
-    def save(self, run: Run, *, expected_version: int) -> Run:
+    def save(self, run: Run, *, expected_version: int, write_id: str | None = None) -> Run:
         """Replace the record iff the stored version is ``expected_version``.
 
         The stored version becomes ``expected_version + 1``; returns the run as stored.
@@ -182,7 +182,9 @@ class RunStore(Protocol):
         ``state_ref`` set keeps the stored state, both None drops it, and a snapshot whose
         digest matches ``state_ref`` is not written again. It may be any size: backends
         keep it apart from the record and must never leave the record pointing at a
-        half-written state. Raises VersionConflict.
+        half-written state. Raises VersionConflict. ``write_id`` names the write: a
+        caller that retries a save after an error passes the same one, so a first attempt
+        that landed (its response lost) is recognised instead of reported as a conflict.
         """
         ...
 

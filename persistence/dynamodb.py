@@ -334,7 +334,7 @@ class DynamoRunStore:
         return True
 
     @aws.mapped
-    def save(self, run: Run, *, expected_version: int) -> Run:
+    def save(self, run: Run, *, expected_version: int, write_id: str | None = None) -> Run:
         # Timeline of a save whose state changed and does not fit inline:
         #   1. write the state under keys nobody else uses (a random nonce);
         #   2. conditional UpdateItem of the record pointing at it;
@@ -345,7 +345,7 @@ class DynamoRunStore:
         stored, inline, new_ref = self._place_state(run.evolve(version=expected_version + 1))
         # The inline state goes when the state is dropped or moves out (never when kept).
         drop_inline = inline is None and stored.state_ref is not run.state_ref
-        write_id = secrets.token_hex(8)
+        write_id = write_id or secrets.token_hex(8)
         expires_at = stored.updated_at + self._retention if stored.status.terminal and self._finished_ttl else None
         try:
             got = self._ddb.update_item(
@@ -368,9 +368,12 @@ class DynamoRunStore:
                 raise  # the write may have happened: keep what step 1 wrote
             current = _stored_item(exc)
             if current is not None and current.get("write_id", {}).get("S") == write_id:
-                return stored.evolve(
-                    snapshot=run.snapshot if stored.state_ref is not None else None
-                )  # our own write, retried after a lost response
+                # Our own write, landed earlier (its response lost): the record points at
+                # that attempt's state, so this attempt's copy is garbage.
+                landed = items.state_ref_of(current)
+                if new_ref is not None and new_ref != landed:
+                    self._offload.drop(run.run_id, new_ref, chunks_too=True)
+                return stored.evolve(state_ref=landed, snapshot=run.snapshot if landed is not None else None)
             if new_ref is not None:
                 self._offload.drop(run.run_id, new_ref, chunks_too=True)
             raise VersionConflict(f"{run.run_id}: expected version {expected_version}") from None

@@ -229,7 +229,8 @@ class SqliteRunStore:
         return True
 
     @_mapped
-    def save(self, run: Run, *, expected_version: int) -> Run:
+    def save(self, run: Run, *, expected_version: int, write_id: str | None = None) -> Run:
+        # write_id: a local file has no lost responses; a failed commit did not happen.
         stored, blob = _with_state(run.evolve(version=expected_version + 1), run.state_ref)
         with self._write() as conn:
             if blob is _KEEP:

@@ -12,7 +12,7 @@ from typing import Any
 
 import tests.support.graphs as test_graphs
 from engine import RunEngine
-from persistence.base import StoreError
+from persistence.base import StoreBroken
 from persistence.records import Decision, Run, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher, RegistrySource
@@ -56,10 +56,10 @@ async def test_a_failing_heartbeat_never_discards_a_pass_that_ran(tmp_path: Path
 
 async def test_a_store_that_cannot_save_ends_the_run_instead_of_looping(tmp_path: Path, publisher) -> None:
     class RefusesBigRuns(SqliteRunStore):
-        def save(self, run: Run, *, expected_version: int) -> Run:
+        def save(self, run: Run, *, expected_version: int, write_id: str | None = None) -> Run:
             if run.status is RunStatus.COMPLETED:
-                raise StoreError("record too large")
-            return super().save(run, expected_version=expected_version)
+                raise StoreBroken("record too large")
+            return super().save(run, expected_version=expected_version, write_id=write_id)
 
     store = RefusesBigRuns(str(tmp_path / "runs.sqlite3"))
     first = engine(store, publisher)
