@@ -33,6 +33,13 @@ _LOOKUP_PAGES = 10  # of 200 messages: a run's thread, or the channel since the 
 class SlackPublisher:
     def __init__(self, *, client: AsyncWebClient) -> None:
         self._client = client
+        self._bot_id: str | None = None
+
+    async def _own_bot_id(self) -> str:
+        """This bot's id, asked of Slack once: only its own messages may pass for the bot's."""
+        if self._bot_id is None:
+            self._bot_id = str((await self._client.auth_test()).get("bot_id") or "")
+        return self._bot_id
 
     async def run_started(self, *, run: Run, channel: str) -> MessageRef:
         try:
@@ -90,6 +97,7 @@ class SlackPublisher:
             thread = _thread_of(run)
             kwargs = {"channel": thread.channel, "ts": thread.ts}
             method = self._client.conversations_replies
+        own = await self._own_bot_id()
         cursor = None
         for _ in range(_LOOKUP_PAGES):
             page = await method(
@@ -97,7 +105,13 @@ class SlackPublisher:
             )
             for message in page.get("messages") or []:
                 payload = (message.get("metadata") or {}).get("event_payload") or {}
-                if payload.get("run_id") == run.run_id and payload.get("what") == what:
+                # Any app can post metadata that looks like ours; only this bot's count.
+                if (
+                    own
+                    and message.get("bot_id") == own
+                    and payload.get("run_id") == run.run_id
+                    and payload.get("what") == what
+                ):
                     return MessageRef(channel=kwargs["channel"], ts=str(message["ts"]))
             cursor = (page.get("response_metadata") or {}).get("next_cursor")
             if not cursor:
