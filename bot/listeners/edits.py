@@ -43,6 +43,7 @@ from bot.render.modals import (
 )
 from bot.services import Services
 from engine import DecideResult
+from engine.threads import in_thread
 from persistence.base import StoreError
 from persistence.records import Ask, AskStatus, Decision, Run, ToolCall, Verdict
 
@@ -95,7 +96,7 @@ def read_edit(view: dict[str, Any], run: Run | None) -> EditSubmission | str:
 def register(app: AsyncApp, *, services: Services) -> None:
     async def load(run_id: str) -> Run | None:
         # The ask's tool input and schema only: never a multi-MB snapshot inside Slack's 3 s.
-        return await asyncio.to_thread(services.store.load, run_id, snapshot=False)
+        return await in_thread(services.store.load, run_id, snapshot=False)
 
     async def open_modal(
         ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], client: AsyncWebClient, respond: AsyncRespond
