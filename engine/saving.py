@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 FIRST_DELAY, MAX_DELAY = 0.5, 10.0
 LEASE_MARGIN = 5.0  # seconds of lease left when the save stops retrying and falls back
+RETRY_WINDOW = 120.0  # at most this long retrying one save, even while the lease is renewed
 
 
 def failed_record(run: Run, *, now: float, error: str) -> Run:
@@ -59,7 +60,7 @@ class Saver:
         False when this one lost its lease (or could save nothing before it ran out).
         """
         fallback = failed_record(claimed, now=self._clock(), error="the run's progress could not be saved")
-        expected, delay = claimed.version, FIRST_DELAY
+        expected, delay, failing_since = claimed.version, FIRST_DELAY, None
         write_id = secrets.token_hex(8)  # the same across retries of one target: a landed attempt is ours
         while True:
             try:
@@ -74,17 +75,22 @@ class Saver:
                 fallback = merge_concurrent_decisions(claimed=claimed, mine=fallback, fresh=fresh)
                 expected = fresh.version
             except StoreError as error:
-                time_left = beat.until - LEASE_MARGIN - self._clock()
-                if isinstance(error, StoreUnavailable) and time_left > delay and not beat.lost:
+                now = self._clock()
+                giving_up_at = min(beat.until - LEASE_MARGIN, (failing_since := failing_since or now) + RETRY_WINDOW)
+                if isinstance(error, StoreUnavailable) and giving_up_at - now > delay and not beat.lost:
                     logger.warning("run %s: saving failed (%s); retrying", claimed.run_id, error)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, MAX_DELAY)
                     continue
-                if target is fallback or beat.lost or time_left <= 0:
+                if target is fallback or beat.lost:
                     logger.error("run %s: could not save; its lease will expire and be taken over", claimed.run_id)
                     return claimed, False
+                # Out of time or refused for good: end the run instead. Tried even when the
+                # lease may be gone: the fallback is conditional on this claim, so a
+                # takeover's record is never overwritten, and without it the takeover
+                # would run the pass (and its side effects) again.
                 logger.error("run %s: saving its progress failed (%s); ending it as failed", claimed.run_id, error)
-                target, delay, write_id = fallback, FIRST_DELAY, secrets.token_hex(8)
+                target, delay, write_id, failing_since = fallback, FIRST_DELAY, secrets.token_hex(8), None
 
     async def _reload(self, claimed: Run, *, beat: Beat) -> Run | None:
         """The run as stored now; None (as if lost) when the store stays away past the lease."""

@@ -184,7 +184,7 @@ def store_error(exc: Exception) -> StoreError:
     """botocore's errors as the store's family (``StoreUnavailable`` or ``StoreBroken``).
 
     By the time one reaches here botocore's standard retry mode has already retried it
-    (5 attempts with backoff), so what is transient here outlasted those retries.
+    (up to 5 retries with backoff), so what is transient here outlasted those retries.
     """
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))

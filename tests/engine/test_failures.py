@@ -10,9 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import tests.support.graphs as test_graphs
 from engine import RunEngine
-from persistence.base import StoreBroken
+from persistence.base import StoreBroken, StoreUnavailable
 from persistence.records import Decision, Run, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher, RegistrySource
@@ -137,3 +139,30 @@ async def test_a_delivery_that_keeps_failing_backs_off_and_recovers(tmp_path: Pa
     (delivered,) = await engine(store, publisher, ahead=2000).sweep()
     assert not delivered.owes_slack and delivered.stalled == 0 and delivered.sweep_at is None
     assert run.run_id == delivered.run_id
+
+
+async def test_a_save_that_keeps_failing_while_the_lease_holds_ends_the_run_within_the_retry_window(
+    tmp_path: Path, publisher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renewals succeed (the lease stays live) but the save itself keeps failing: the save
+    is not retried for ever, the run ends failed and its card is closed."""
+    from engine import saving
+
+    monkeypatch.setattr(saving, "RETRY_WINDOW", 2.0)
+
+    class SavesUnavailable(SqliteRunStore):
+        def save(self, run: Run, *, expected_version: int, write_id: str | None = None) -> Run:
+            if run.status is RunStatus.COMPLETED:
+                raise StoreUnavailable("throttled")
+            return super().save(run, expected_version=expected_version, write_id=write_id)
+
+    store = SavesUnavailable(str(tmp_path / "runs.sqlite3"))
+    run = await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    await engine(store, publisher).decide(run_id=run.run_id, ask_key=ask.key, decision=approve())
+    started = time.monotonic()
+    final = await engine(store, publisher).resume(run.run_id)
+
+    assert final is not None and final.status is RunStatus.FAILED
+    assert time.monotonic() - started < 10, "gave up after the retry window, not the 900 s lease"
+    assert test_graphs.markers() == ["writer:x"]

@@ -10,7 +10,7 @@ and applies the faults a test switches on at runtime::
 
     fault_proxy.fail(operations={"PutItem", "UpdateItem"}, for_seconds=30)
     fault_proxy.delay(operations={"GetItem"}, seconds=2.0, times=1)
-    fault_proxy.lose_response(operations={"UpdateItem"}, times=1, when=lambda body: ...)
+    fault_proxy.lose_response(operations={"UpdateItem"}, times=1, when=lambda body: ..., then=lambda: ...)
     fault_proxy.fail(methods={"PUT"}, service="s3", times=1)
 
 DynamoDB requests are matched by operation (the ``X-Amz-Target`` header), S3 requests by
@@ -93,6 +93,7 @@ class _Rule:
     seconds: float = 0.0
     status: int = 500
     message: str = "injected by the fault proxy"
+    then: Callable[[], None] | None = None
     hits: int = field(default=0)
 
     def live(self, now: float) -> bool:
@@ -127,6 +128,8 @@ class FaultProxy:
         self._events: list[FaultEvent] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.hook_errors: list[Exception] = []
+        """Exceptions raised by ``lose_response(then=...)`` hooks (they run in the proxy's threads)."""
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -217,13 +220,17 @@ class FaultProxy:
         when: BodyPredicate | None = None,
         times: int | None = 1,
         for_seconds: float | None = None,
+        then: Callable[[], None] | None = None,
     ) -> None:
         """Forward matching requests (so they take effect) and then drop the connection unanswered.
 
         botocore sees a connection error and retries: the retry of a conditional write then
         meets the item its first attempt wrote. ``when`` gets the parsed JSON body.
+        ``then`` runs after the request took effect and before the connection is dropped, while
+        the client still waits for an answer: what it does lands between the write and its
+        retry. It runs in the proxy's thread; what it raises goes to ``hook_errors``.
         """
-        self._add("lose_response", operations, methods, path, service, when, times, for_seconds)
+        self._add("lose_response", operations, methods, path, service, when, times, for_seconds, then=then)
 
     def clear(self) -> None:
         """Switch every fault off (events are kept)."""
@@ -369,6 +376,11 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 return
             status, reason, headers, answer = proxy._forward(request, list(self.headers.items()))
             if terminal is not None:  # lose_response: it happened upstream; the client never hears of it
+                if terminal.then is not None:
+                    try:
+                        terminal.then()
+                    except Exception as error:
+                        proxy.hook_errors.append(error)
                 self.close_connection = True
                 with contextlib.suppress(OSError):  # the client may have hung up already
                     self.connection.shutdown(socket.SHUT_RDWR)
