@@ -19,7 +19,7 @@ from engine.crash import crash_point
 from engine.ports import FINAL, Publisher
 from engine.threads import in_thread
 from persistence.base import Delivery, RunStore, StoreError
-from persistence.records import LIVE, Ask, MessageRef, Run, RunStatus
+from persistence.records import Ask, MessageRef, Run, RunStatus
 from persistence.rules import apply_delivery
 
 logger = logging.getLogger(__name__)
@@ -61,8 +61,7 @@ class Courier:
         if run.status is RunStatus.WAITING:
             for ask in run.pending_asks():
                 if ask.card is None and (ref := await self._post_card(run, ask, look=ask.key not in unposted)):
-                    delivery.cards[ask.key] = ref
-                    delivery.shown[ask.key] = LIVE
+                    delivery.cards[ask.key] = ref  # posted live: nothing to record of what it shows
         for ask in run.asks.values():
             if ask.card_owed and await self._update(run, ask):
                 delivery.shown[ask.key] = ask.view

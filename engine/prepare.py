@@ -46,6 +46,9 @@ def prepare(graph: Graph) -> None:
     these adjustments rely on: if they changed, the pass fails here, before running unguarded.
     """
     _scope_before_tools_ids()
+    from engine.strands_internals import skip_unrecorded_message_events
+
+    skip_unrecorded_message_events()
     for agent in agents_under(graph):
         _apply_edits_on(agent)
         _keep_hitl_asking(agent)

@@ -30,6 +30,7 @@ from strands.interrupt import Interrupt, InterruptException
 from strands.interventions import InterventionHandler, Proceed
 from strands.models import Model
 from strands.multiagent.graph import Graph, GraphBuilder, GraphNode
+from strands.telemetry.tracer import Tracer
 from strands.types.tools import ToolContext, ToolUse
 from strands.vended_interventions.hitl import HumanInTheLoop
 from strands.vended_interventions.hitl.classifier import ClassifierResult
@@ -105,6 +106,28 @@ def replace_hitl_decision(handler: HumanInTheLoop, *, decide: Decide) -> None:
 def set_before_tools_interrupt_id(make_id: Callable[[BeforeToolsEvent, str], str]) -> None:
     """Name BeforeToolsEvent interrupts with ``make_id(event, name)``: process-wide, every agent."""
     BeforeToolsEvent._interrupt_id = make_id  # type: ignore[method-assign, assignment]
+
+
+def skip_unrecorded_message_events() -> None:
+    """Stop Strands serializing whole conversations for telemetry spans nobody records.
+
+    Strands' ``Tracer._add_event_messages`` JSON-encodes every message of the
+    conversation several times per agent cycle, even when no tracer is configured and
+    the span drops the events. With a large conversation that holds the event loop (and
+    the GIL) for hundreds of milliseconds per call, delaying every other request's ack.
+    A recording span still gets its events unchanged.
+    """
+    original = Tracer._add_event_messages
+    if getattr(original, "_skips_unrecorded", False):
+        return
+
+    def add_event_messages(self: Tracer, span: Any, messages: Any) -> None:
+        if span is None or not span.is_recording():
+            return
+        original(self, span, messages)
+
+    add_event_messages._skips_unrecorded = True  # type: ignore[attr-defined]
+    Tracer._add_event_messages = add_event_messages  # type: ignore[method-assign]
 
 
 def model_state_of(agent: Agent) -> dict[str, Any]:
@@ -212,6 +235,11 @@ def _graph_events_typed() -> bool:
     return cancel and interrupt == {"type": NODE_INTERRUPT_EVENT, "node_id": "n", "interrupts": []}
 
 
+def _tracer_adds_message_events() -> bool:
+    params = list(inspect.signature(Tracer._add_event_messages).parameters)
+    return params[:3] == ["self", "span", "messages"]
+
+
 def check_surface() -> None:
     """Raise :class:`StrandsSurfaceChanged` unless everything this module uses is there and works."""
 
@@ -247,6 +275,7 @@ def check_surface() -> None:
             lambda: graph.serialize_state()["_internal_state"]["interrupt_state"]["activated"] is False,
         ),
         (f"graph stream events {NODE_INTERRUPT_EVENT!r}, {NODE_CANCEL_EVENT!r}", _graph_events_typed),
+        ("Tracer._add_event_messages(span, messages)", _tracer_adds_message_events),
     ]
     problems = []
     for what, probe in expected:

@@ -173,8 +173,13 @@ class Ask:
 
     @property
     def card_owed(self) -> bool:
-        """The card exists but shows something else than the ask's state."""
-        return self.card is not None and self.shown != self.view
+        """The card exists but shows something else than the ask's state.
+
+        A card is posted live, so a card with no ``shown`` recorded shows ``LIVE``:
+        recording a posted card never needs to say what it shows, and a late copy that
+        lost the race to be recorded can never overwrite what the recorded card shows.
+        """
+        return self.card is not None and (self.shown or LIVE) != self.view
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,16 +136,25 @@ async def start_bot(
 ) -> AsyncIterator[StartBot]:
     started: list[BotProcess] = []
 
-    async def start(*, backend: Backend, extra_env: dict[str, str] | None = None, mode: str = "serve") -> BotProcess:
-        """Start ``approval-bot <mode>``; ``socket`` gets the app token and is ready once it connects."""
+    async def start(
+        *,
+        backend: Backend,
+        extra_env: dict[str, str] | None = None,
+        mode: str = "serve",
+        args: Sequence[str] = (),
+    ) -> BotProcess:
+        """Start ``approval-bot <mode> [args]``; ``socket`` gets the app token and is ready once it connects.
+
+        ``args`` are extra command-line options for the mode, e.g. ``["--sweep-seconds", "1"]``.
+        """
         log = tmp_path / f"bot-{len(started)}.log"
         extra = {"SLACK_APP_TOKEN": local_slack.socket_mode.app_token} if mode == "socket" else {}
         env = _bot_env(slack=local_slack, backend=backend, markers=markers_file, extra=extra | (extra_env or {}))
         if mode == "socket":
-            command, url = [sys.executable, "-m", "bot.cli", "socket"], ""
+            command, url = [sys.executable, "-m", "bot.cli", "socket", *args], ""
         else:
             port = _free_port()
-            command = [sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+            command = [sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
             url = f"http://127.0.0.1:{port}"
         connected_before = local_slack.socket_mode.connections_opened
         with log.open("wb") as sink:

@@ -168,3 +168,34 @@ def test_the_patterns_catch_what_they_should() -> None:
     assert PRIVATE_MODULE.search("from strands.types import _events")
     assert not PRIVATE_MODULE.search("from strands.types.events import ToolResultEvent")
     assert not PRIVATE_MODULE.search("from graph_defs._approval import read_answer")
+
+
+def test_unrecorded_spans_do_not_serialize_the_conversation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strands would JSON-encode the whole conversation for a span nobody records; the
+    patch skips that, and a recording span still gets its events."""
+    import strands.telemetry.tracer as tracer_module
+
+    from engine.strands_internals import skip_unrecorded_message_events
+
+    skip_unrecorded_message_events()
+    skip_unrecorded_message_events()  # idempotent: applied once per process
+    encoded: list[object] = []
+    monkeypatch.setattr(tracer_module, "serialize", lambda value: encoded.append(value) or "[]")
+    tracer = tracer_module.Tracer()
+    messages = [{"role": "user", "content": [{"text": "x" * 1000}]}]
+
+    class Span:
+        def __init__(self, recording: bool) -> None:
+            self.recording, self.events = recording, []
+
+        def is_recording(self) -> bool:
+            return self.recording
+
+        def add_event(self, name: str, attributes: object = None) -> None:
+            self.events.append(name)
+
+    tracer._add_event_messages(Span(False), messages)  # type: ignore[arg-type]
+    assert encoded == []
+    recording = Span(True)
+    tracer._add_event_messages(recording, messages)  # type: ignore[arg-type]
+    assert encoded, "a recording span still gets the conversation"
