@@ -83,7 +83,7 @@ async def run_pass(
     Never raises for anything graph code or a snapshot does: a pass that cannot run ends
     as a failed step, so a broken run is reported once instead of retried forever.
     """
-    step = await _run_pass(graph=graph, task=task, snapshot=snapshot, responses=responses, stale=stale)
+    step = await _step(graph, task, snapshot, responses, stale)
     return replace(step, trail=_trail(graph))
 
 
@@ -92,19 +92,10 @@ def _trail(graph: Graph) -> tuple[str, ...]:
     return tuple(str(getattr(node, "node_id", node)) for node in order)
 
 
-async def _run_pass(
-    *,
-    graph: Graph,
-    task: str | None,
-    snapshot: bytes | None,
-    responses: Sequence[tuple[str, Any]] = (),
-    stale: Sequence[str] = (),
+async def _step(
+    graph: Graph, task: str | None, snapshot: bytes | None, responses: Sequence[tuple[str, Any]], stale: Sequence[str]
 ) -> Step:
-    """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``.
-
-    Never raises for anything graph code or a snapshot does: a pass that cannot run ends
-    as a failed step, so a broken run is reported once instead of retried forever.
-    """
+    """``run_pass`` without the trail (see there)."""
     from strands.multiagent.base import Status
 
     raised: list[Raised] = []
