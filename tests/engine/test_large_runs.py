@@ -167,3 +167,34 @@ async def test_image_bytes_in_a_tool_result_survive_another_process(backend: tup
     (digest,) = source_graphs.BLOB_DIGESTS
     assert final.output == f"image sha256 {digest}; wrote chart"
     assert digest != hashlib.sha256(b"").hexdigest()
+
+
+@pytest.mark.parametrize("bucket", [False, True], ids=["chunks", "s3"])
+async def test_a_run_waiting_for_weeks_gets_its_state_rewritten_before_it_expires(
+    request: pytest.FixtureRequest, bucket: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offloaded state carries a TTL (chunks) or a lifecycle rule (S3): a run still waiting
+    a week before that gets its state written anew by the sweeper, cards untouched."""
+    monkeypatch.setenv(source_graphs.BLOB_BYTES_VARIABLE, str(400_000))
+    request.getfixturevalue("aws_env")
+    table: str = request.getfixturevalue("dynamodb_table")
+    name = request.getfixturevalue("s3_bucket") if bucket else None
+    store = DynamoRunStore(table, bucket=name)
+    publisher = RecordingPublisher()
+    paused = await RunEngine(store=store, graphs=RegistrySource(), publisher=publisher).start(
+        graph="big-context", task="go", user="U0", channel="C1"
+    )
+    ref = paused.state_ref
+    assert ref is not None and ref["kind"] == ("s3" if bucket else "chunks") and paused.sweep_at is not None
+    state = store.fetch_state(paused)
+
+    later = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher)
+    later._clock = lambda: paused.sweep_at + 1  # type: ignore[method-assign, operator]
+    (swept,) = await later.sweep()
+
+    assert swept.status is RunStatus.WAITING and swept.state_ref is not None
+    assert swept.state_ref["key"] != ref["key"] and swept.state_ref["expires_at"] > ref["expires_at"]
+    assert store.fetch_state(swept) == state, "the same state, under new keys with a new expiry"
+    assert swept.asks == paused.asks and len(publisher.of("card")) == 1, "cards untouched"
+    assert swept.sweep_at is not None and swept.sweep_at > paused.sweep_at  # type: ignore[operator]
+    assert source_graphs.BLOB_DIGESTS and len(source_graphs.BLOB_DIGESTS) == 1, "no pass ran again"
