@@ -162,29 +162,41 @@ def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
 
 
 def stale_answers(run: Run) -> list[str]:
-    """Interrupt ids about a tool call whose Edit is being sent now, other than the Edit's.
+    """Interrupt ids whose answers must be forgotten because an Edit of their call is sent now.
 
-    Answers given before the edit judged the call as it was, and a question still open
-    was put (and its reason written, once, by Strands) about the call as it was. The
-    engine has them forgotten once (see ``engine.prepare``), so their gates ask again
-    about the edited call, with reasons that show it; ``settle`` then closes the old
-    cards as changed and posts new ones.
+    An answer counts for the edited call only if it approves exactly the input that will
+    run: an Edit approves its own edited input, any other answer what its card showed. A
+    question still open was put (and its reason written, once, by Strands) about what its
+    card shows. Everything else held about the call is forgotten once (``engine.prepare``),
+    so those gates ask again about the edited call, with reasons that show it, and
+    ``settle`` closes their old cards as changed. When several different Edits of one call
+    arrive together, the first recorded wins and the others are forgotten like the rest.
+    Closed asks hold nothing (a closed ask may share its interrupt id with the ask that
+    replaced it), so they are left alone.
     """
+    winners: dict[str, Ask] = {}
+    for ask in sorted(run.decided_asks(), key=lambda a: (a.decision.at if a.decision else 0.0, a.key)):
+        tool_use_id = gated_tool_use_id(ask.interrupt_id)
+        if ask.decision is not None and ask.decision.verdict is Verdict.EDIT and tool_use_id is not None:
+            winners.setdefault(tool_use_id, ask)
     stale: list[str] = []
-    for edit in run.decided_asks():
-        decision = edit.decision
-        tool_use_id = gated_tool_use_id(edit.interrupt_id)
-        if decision is None or decision.verdict is not Verdict.EDIT or tool_use_id is None:
-            continue
+    for tool_use_id, edit in winners.items():
+        assert edit.decision is not None
         for other in run.asks.values():
-            if other.key == edit.key or gated_tool_use_id(other.interrupt_id) != tool_use_id:
+            same_call = gated_tool_use_id(other.interrupt_id) == tool_use_id
+            if not same_call or other.interrupt_id == edit.interrupt_id or other.status is AskStatus.OBSOLETE:
                 continue
-            # Whenever it was given (clocks of different hosts do not order it), an answer
-            # counts for the edited call only if its card showed the edited call.
-            saw_the_edit = other.tool is not None and other.tool.input == decision.edited_input
-            if not saw_the_edit:
+            if _approved_input(other) != edit.decision.edited_input:
                 stale.append(other.interrupt_id)
     return stale
+
+
+def _approved_input(ask: Ask) -> dict[str, Any] | None:
+    """The tool input an ask's answer (or, while it is open, its card) stands for."""
+    decision = ask.decision
+    if decision is not None and decision.verdict is Verdict.EDIT:
+        return decision.edited_input
+    return ask.tool.input if ask.tool is not None else None
 
 
 def merge_concurrent_decisions(*, claimed: Run, mine: Run, fresh: Run) -> Run:

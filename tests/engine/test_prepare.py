@@ -242,3 +242,74 @@ async def test_an_approval_given_after_an_edit_on_a_card_showing_the_old_call_co
     assert old.status.value == "obsolete" and old.closed is not None and old.closed.value == "changed"
     (again,) = after.pending_asks()
     assert again.name == "strands:human-in-the-loop" and "5000" in str(again.reason)
+
+
+class TwoEditGates(HookProvider):
+    """Two gates on every transfer, both with Edit (each is a BeforeToolCallEvent gate)."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.first)
+        registry.add_callback(BeforeToolCallEvent, self.second)
+
+    def first(self, event: BeforeToolCallEvent) -> None:
+        if event.interrupt("first_ok", reason=dict(event.tool_use["input"]))["decision"] != "approve":
+            event.cancel_tool = "first said no"
+
+    def second(self, event: BeforeToolCallEvent) -> None:
+        if event.interrupt("second_ok", reason=dict(event.tool_use["input"]))["decision"] != "approve":
+            event.cancel_tool = "second said no"
+
+
+@graph_def("prepare-two-edit-gates", description="two gates with Edit on one transfer")
+def two_edit_gates() -> Graph:
+    return _payer(hooks=[TwoEditGates()])
+
+
+async def test_edits_made_in_turn_by_two_people_stick_and_the_last_one_runs(make_engine) -> None:
+    transfers.clear()
+    run = await make_engine().start(graph="prepare-two-edit-gates", task="pay", user="U0", channel="C1")
+    asks = {a.name: a for a in run.pending_asks()}
+    x, y = {"amount": 200, "to": "acme"}, {"amount": 300, "to": "acme"}
+
+    await make_engine().decide(
+        run_id=run.run_id, ask_key=asks["first_ok"].key, decision=_decision(Verdict.EDIT, edited_input=x)
+    )
+    after = await make_engine().resume(run.run_id)
+    assert after is not None
+    (second,) = after.pending_asks()
+    assert second.name == "second_ok" and second.tool is not None and second.tool.input == x
+
+    await make_engine().decide(run_id=run.run_id, ask_key=second.key, decision=_decision(Verdict.EDIT, edited_input=y))
+    after = await make_engine().resume(run.run_id)
+    assert after is not None and after.asks[second.key].status.value == "consumed", "the second edit stuck"
+    (first,) = after.pending_asks()
+    assert first.name == "first_ok" and first.tool is not None and first.tool.input == y, "asked again about y"
+
+    result = await make_engine().decide(run_id=run.run_id, ask_key=first.key, decision=_decision(Verdict.APPROVE))
+    final = await make_engine().resume(run.run_id, known=result.run)
+    assert final is not None and final.status is RunStatus.COMPLETED and transfers == [y]
+
+
+async def test_the_same_edit_made_by_two_people_at_once_counts_for_both(make_engine) -> None:
+    transfers.clear()
+    run = await make_engine().start(graph="prepare-two-edit-gates", task="pay", user="U0", channel="C1")
+    x = {"amount": 200, "to": "acme"}
+    for ask in run.pending_asks():
+        await make_engine().decide(run_id=run.run_id, ask_key=ask.key, decision=_decision(Verdict.EDIT, edited_input=x))
+    final = await make_engine().resume(run.run_id)
+    assert final is not None and final.status is RunStatus.COMPLETED and transfers == [x]
+
+
+async def test_two_different_edits_at_once_the_first_recorded_wins_and_the_other_gate_asks_again(make_engine) -> None:
+    transfers.clear()
+    run = await make_engine().start(graph="prepare-two-edit-gates", task="pay", user="U0", channel="C1")
+    asks = {a.name: a for a in run.pending_asks()}
+    x, y = {"amount": 200, "to": "acme"}, {"amount": 999, "to": "mallory"}
+    first = Decision(verdict=Verdict.EDIT, user="U1", at=time.time(), edited_input=x)
+    await make_engine().decide(run_id=run.run_id, ask_key=asks["first_ok"].key, decision=first)
+    later = Decision(verdict=Verdict.EDIT, user="U2", at=first.at + 1, edited_input=y)
+    await make_engine().decide(run_id=run.run_id, ask_key=asks["second_ok"].key, decision=later)
+    after = await make_engine().resume(run.run_id)
+    assert after is not None and transfers == [], "neither edit ran on the other's approval"
+    (again,) = after.pending_asks()
+    assert again.name == "second_ok" and again.tool is not None and again.tool.input == x
