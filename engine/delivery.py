@@ -12,7 +12,7 @@ posting it twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from engine.crash import crash_point
@@ -26,9 +26,10 @@ logger = logging.getLogger(__name__)
 
 
 class Courier:
-    def __init__(self, *, publisher: Publisher, store: RunStore) -> None:
+    def __init__(self, *, publisher: Publisher, store: RunStore, clock: Callable[[], float]) -> None:
         self._publisher = publisher
         self._store = store
+        self._clock = clock
 
     async def card_updates(self, run: Run) -> Run:
         """Bring existing cards up to date; returns ``run`` with what they now show.
@@ -54,7 +55,8 @@ class Courier:
         if run.thread is None and run.owes_slack:
             thread = await self.find(run, "") or await self._announce(run)
             if thread is None:
-                return await self._record(run, replace(delivery, stalled=sweeping), sweeping=sweeping)
+                stalled_at = self._clock() if sweeping else None
+                return await self._record(run, replace(delivery, stalled_at=stalled_at), sweeping=sweeping)
             run, delivery = run.evolve(thread=thread), replace(delivery, thread=thread)
         if run.thread is None:
             return run
@@ -67,8 +69,8 @@ class Courier:
                 delivery.shown[ask.key] = ask.view
         if run.status.terminal and run.final is None:
             delivery = replace(delivery, final=await self._post_final(run, look=FINAL not in unposted))
-        if sweeping:
-            delivery = replace(delivery, stalled=apply_delivery(run, delivery).owes_slack)
+        if sweeping and apply_delivery(run, delivery).owes_slack:
+            delivery = replace(delivery, stalled_at=self._clock())
         return await self._record(run, delivery, sweeping=sweeping)
 
     async def _record(self, run: Run, delivery: Delivery, *, sweeping: bool) -> Run:

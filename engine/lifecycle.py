@@ -104,8 +104,9 @@ class RunEngine:
         self._store = store
         self._graphs = graphs
         self._publisher = publisher
-        self._courier = Courier(publisher=publisher, store=store)
-        self._saver = Saver(store=store, clock=clock)
+        # Through self, so that a clock swapped later (tests moving time on) reaches them too.
+        self._courier = Courier(publisher=publisher, store=store, clock=lambda: self._clock())
+        self._saver = Saver(store=store, clock=lambda: self._clock())
         self.owner = owner or default_owner()
         self._lease = lease_seconds
         self._clock = clock

@@ -43,6 +43,8 @@ def failed_record(run: Run, *, now: float, error: str) -> Run:
         lease_until=None,
         snapshot=None,
         state_ref=None,
+        stalled=0,
+        stalled_at=None,
         error=error,
         updated_at=now,
     )

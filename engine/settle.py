@@ -118,6 +118,8 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float, stale: Coll
         lease_owner=None,
         lease_until=None,
         trail=step.trail[-MAX_TRAIL:] if step.trail else claimed.trail,
+        stalled=0,  # a new state: what it owes Slack gets a fresh grace
+        stalled_at=None,
         output=_head(step.output, MAX_OUTPUT_CHARS) if status is RunStatus.COMPLETED else claimed.output,
         error=_cap(step.error, MAX_ERROR_CHARS) if status in (RunStatus.FAILED, RunStatus.REJECTED) else None,
         updated_at=now,

@@ -28,13 +28,15 @@ class Delivery:
     cards: dict[str, MessageRef] = field(default_factory=dict)
     shown: dict[str, str] = field(default_factory=dict)
     final: MessageRef | None = None
-    # A sweeper's delivery that left something owed (Slack kept failing): the record counts
-    # such rounds and the sweeper backs off, so a channel that is gone is not hammered.
-    stalled: bool = False
+    # When a sweeper's delivery left something owed (Slack kept failing): the record counts
+    # such rounds and backs off from the last one, so a channel that is gone is not hammered.
+    stalled_at: float | None = None
 
     @property
     def empty(self) -> bool:
-        return self.thread is None and not self.cards and not self.shown and self.final is None and not self.stalled
+        return (
+            self.thread is None and not self.cards and not self.shown and self.final is None and self.stalled_at is None
+        )
 
 
 class StoreError(Exception):

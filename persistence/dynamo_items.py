@@ -145,8 +145,13 @@ def delivery_expression(
         names["#thread"] = "thread"
         values[":thread"] = wire(asdict(delivery.thread))
         sets.append("#thread = if_not_exists(#thread, :thread)")
-    names["#stalled"], values[":zero"] = "stalled", {"N": "0"}
-    sets.append("#stalled = if_not_exists(#stalled, :zero) + :one" if delivery.stalled else "#stalled = :zero")
+    names["#stalled"], names["#stalled_at"], values[":zero"] = "stalled", "stalled_at", {"N": "0"}
+    if delivery.stalled_at is not None:
+        values[":stalled_at"] = wire(delivery.stalled_at)
+        sets += ["#stalled = if_not_exists(#stalled, :zero) + :one", "#stalled_at = :stalled_at"]
+    else:
+        sets.append("#stalled = :zero")
+        removes.append("#stalled_at")
     if delivery.final is not None:
         names["#final"] = "final"
         values[":final"] = wire(asdict(delivery.final))

@@ -259,6 +259,7 @@ class Run:
     final: MessageRef | None = None
     trail: tuple[str, ...] = ()  # the nodes run so far, in order (the last ``MAX_TRAIL``)
     stalled: int = 0  # sweeper deliveries in a row that left something owed
+    stalled_at: float | None = None  # when the last of them was tried
     # Where the store keeps the state (store-owned; the engine only passes it back). Not
     # part of a run's identity: the same run read from two stores compares equal.
     state_ref: dict[str, Any] | None = field(default=None, compare=False)
@@ -282,7 +283,8 @@ class Run:
         if self.status is RunStatus.WAITING and self.decided_asks():
             due.append(self.updated_at)
         if self.owes_slack:
-            due.append(self.updated_at + DELIVERY_GRACE_SECONDS * 2 ** min(self.stalled, MAX_BACKOFF_DOUBLINGS))
+            since = self.stalled_at or self.updated_at
+            due.append(since + DELIVERY_GRACE_SECONDS * 2 ** min(self.stalled, MAX_BACKOFF_DOUBLINGS))
         state_expires = (self.state_ref or {}).get("expires_at")
         if self.status is RunStatus.WAITING and state_expires is not None:
             due.append(float(state_expires) - STATE_REFRESH_MARGIN_SECONDS)
@@ -345,6 +347,7 @@ class Run:
             "final": asdict(self.final) if self.final else None,
             "trail": list(self.trail),
             "stalled": self.stalled,
+            "stalled_at": self.stalled_at,
             "state_ref": self.state_ref,
         }
 
@@ -370,5 +373,6 @@ class Run:
             final=MessageRef(**data["final"]) if data.get("final") else None,
             trail=tuple(data.get("trail") or ()),
             stalled=int(data.get("stalled") or 0),
+            stalled_at=float(data["stalled_at"]) if data.get("stalled_at") is not None else None,
             state_ref=data.get("state_ref"),
         )

@@ -32,7 +32,8 @@ def apply_delivery(run: Run, delivery: Delivery) -> Run:
         asks=asks,
         thread=run.thread or delivery.thread,
         final=run.final or delivery.final,
-        stalled=run.stalled + 1 if delivery.stalled else 0,
+        stalled=run.stalled + 1 if delivery.stalled_at is not None else 0,
+        stalled_at=delivery.stalled_at,
     )
 
 

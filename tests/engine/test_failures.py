@@ -118,7 +118,8 @@ async def test_cards_that_failed_to_post_are_posted_again_by_the_sweeper(tmp_pat
 
 async def test_a_delivery_that_keeps_failing_backs_off_and_recovers(tmp_path: Path, publisher) -> None:
     """Slack refusing a card for good (a channel that is gone) must not be hammered every
-    sweep: each failed sweeper round doubles the wait; a success resets it."""
+    sweep: each failed sweeper round doubles the wait, counted from that round (so the
+    run moves on in the index and never starves other runs); a success resets it."""
     store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
     original = publisher.post_card
 
@@ -127,16 +128,18 @@ async def test_a_delivery_that_keeps_failing_backs_off_and_recovers(tmp_path: Pa
 
     publisher.post_card = channel_is_gone
     run = await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
-    due = []
-    for ahead in (61, 61 + 121, 61 + 121 + 241):
+    waits, ahead = [], 61.0
+    for _ in range(12):
         (swept,) = await engine(store, publisher, ahead=ahead).sweep()
-        assert swept.owes_slack and swept.sweep_at is not None
-        due.append(swept.sweep_at - swept.updated_at)
-    assert due == [120.0, 240.0, 480.0], "each failed round doubles the wait"
-    assert await engine(store, publisher, ahead=400).sweep() == [], "not before the wait is over"
+        assert swept.owes_slack and swept.sweep_at is not None and swept.stalled_at is not None
+        waits.append(round(swept.sweep_at - swept.stalled_at))
+        assert await engine(store, publisher, ahead=ahead + 1).sweep() == [], f"not before the wait is over {waits}"
+        ahead = swept.sweep_at - time.time() + 1
+    assert waits[:3] == [120, 240, 480], "each failed round doubles the wait"
+    assert waits[-1] == 60 * 2**10, "capped, and still counted from the last round"
 
     publisher.post_card = original
-    (delivered,) = await engine(store, publisher, ahead=2000).sweep()
+    (delivered,) = await engine(store, publisher, ahead=ahead).sweep()
     assert not delivered.owes_slack and delivered.stalled == 0 and delivered.sweep_at is None
     assert run.run_id == delivered.run_id
 
