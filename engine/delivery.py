@@ -57,7 +57,10 @@ class Courier:
             if thread is None:
                 stalled_at = self._clock() if sweeping else None
                 return await self._record(run, replace(delivery, stalled_at=stalled_at), sweeping=sweeping)
-            run, delivery = run.evolve(thread=thread), replace(delivery, thread=thread)
+            recorded = await self._record_thread(run, thread)
+            if recorded is None:
+                return run
+            run = recorded
         if run.thread is None:
             return run
         if run.status is RunStatus.WAITING:
@@ -84,6 +87,19 @@ class Courier:
             return run
         crash_point("recorded")
         await self._retract_duplicates(stored, delivery)
+        return stored
+
+    async def _record_thread(self, run: Run, thread: MessageRef) -> Run | None:
+        """Record the thread before posting into it, so that every card of the run lands in
+        the thread that is recorded: two deliverers racing here post one thread each, and
+        the one whose thread lost deletes its own."""
+        try:
+            stored = await in_thread(self._store.record_delivery, run, Delivery(thread=thread))
+        except StoreError:
+            logger.warning("run %s: could not record its thread; the sweeper will check", run.run_id)
+            return None
+        if stored.thread != thread:
+            await self._retract(stored, [thread])
         return stored
 
     async def _announce(self, run: Run) -> MessageRef | None:
@@ -139,11 +155,16 @@ class Courier:
 
     async def _retract_duplicates(self, stored: Run, delivery: Delivery) -> None:
         """Two deliverers raced and both posted: the recorded message stays, ours goes."""
-        duplicates = [ref for key, ref in delivery.cards.items() if (a := stored.asks.get(key)) and a.card != ref]
+        duplicates = [
+            ref for key, ref in delivery.cards.items() if (a := stored.asks.get(key)) is None or a.card != ref
+        ]
         if delivery.final is not None and stored.final != delivery.final:
             duplicates.append(delivery.final)
+        await self._retract(stored, duplicates)
+
+    async def _retract(self, run: Run, duplicates: list[MessageRef]) -> None:
         for ref in duplicates:
             try:
                 await self._publisher.retract(ref=ref)
             except Exception:
-                logger.warning("run %s: could not delete a duplicate message", stored.run_id, exc_info=True)
+                logger.warning("run %s: could not delete a duplicate message", run.run_id, exc_info=True)

@@ -147,6 +147,7 @@ class RunEngine:
             except Exception as error:
                 reason = str(error) if isinstance(error, PublishError) else type(error).__name__
                 ended = failed_record(run, now=self._clock(), error=f"the run could not be announced: {reason}")
+                ended = ended.evolve(channel=None)  # nothing to post, ever: the requester is told now
                 with contextlib.suppress(StoreError):  # else its lease expires and the sweeper ends it
                     await self._io(self._store.save, ended, expected_version=run.version)
                 raise error if isinstance(error, PublishError) else PublishError(reason) from error

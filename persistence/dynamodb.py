@@ -89,7 +89,7 @@ class DynamoRunStore:
 
     @aws.mapped
     def create(self, run: Run) -> None:
-        stored, inline, new_ref = self._place_state(run.evolve(state_ref=None))
+        stored, inline, new_ref, _ = self._place_state(run.evolve(state_ref=None))
         item = items.run_item(stored, expires_at=None)
         item["write_id"] = {"S": secrets.token_hex(8)}  # a retried put recognises itself by it
         if inline is not None:
@@ -111,8 +111,9 @@ class DynamoRunStore:
                 raise RunExists(run.run_id) from None
             raise
 
-    def _place_state(self, run: Run) -> tuple[Run, bytes | None, dict[str, Any] | None]:
-        """``run`` as the record will hold it, the inline state if any, and the new offloaded ref.
+    def _place_state(self, run: Run) -> tuple[Run, bytes | None, dict[str, Any] | None, bool]:
+        """``run`` as the record will hold it, the inline state if any, the new offloaded ref,
+        and whether the state the record held is kept.
 
         A changed state that does not fit inline is written here, under fresh keys, before
         the record that will point at it (see the timeline in ``save``).
@@ -120,17 +121,18 @@ class DynamoRunStore:
         step = snapshots.plan(run.snapshot, run.state_ref)
         stored = run.evolve(snapshot=None)
         if step.action == "keep":
-            return stored, None, None
+            return stored, None, None, True
         if step.action == "drop":
-            return stored.evolve(state_ref=None), None, None
+            return stored.evolve(state_ref=None), None, None, False
         assert step.raw is not None and step.sha256 is not None
         blob = snapshots.encode(step.raw)
         if len(blob) <= INLINE_STATE_LIMIT:
-            return stored.evolve(state_ref={"kind": "inline", "sha256": step.sha256, "size": len(blob)}), blob, None
+            inline_ref = {"kind": "inline", "sha256": step.sha256, "size": len(blob)}
+            return stored.evolve(state_ref=inline_ref), blob, None, False
         expires = time.time() + self._retention
         ref = self._offload.put(run.run_id, blob, expires_at=expires)
         ref.update(sha256=step.sha256, expires_at=int(expires))
-        return stored.evolve(state_ref=ref), None, ref
+        return stored.evolve(state_ref=ref), None, ref, False
 
     @aws.mapped
     def load(self, run_id: str, *, snapshot: bool = True) -> Run | None:
@@ -342,9 +344,9 @@ class DynamoRunStore:
         #   3b. its condition failed: delete what step 1 wrote; the stored run is untouched.
         # Readers only follow the pointer of a committed record, so none sees half a state.
         # A crash between 1 and 2 leaves an orphan that expires (chunk TTL, bucket rule).
-        stored, inline, new_ref = self._place_state(run.evolve(version=expected_version + 1))
+        stored, inline, new_ref, kept = self._place_state(run.evolve(version=expected_version + 1))
         # The inline state goes when the state is dropped or moves out (never when kept).
-        drop_inline = inline is None and stored.state_ref is not run.state_ref
+        drop_inline = inline is None and not kept
         write_id = write_id or secrets.token_hex(8)
         expires_at = stored.updated_at + self._retention if stored.status.terminal and self._finished_ttl else None
         try:
@@ -373,6 +375,8 @@ class DynamoRunStore:
                 landed = items.state_ref_of(current)
                 if new_ref is not None and new_ref != landed:
                     self._offload.drop(run.run_id, new_ref, chunks_too=True)
+                if run.state_ref is not None and run.state_ref != landed:
+                    self._offload.drop(run.run_id, run.state_ref)  # what the landed write replaced
                 return stored.evolve(state_ref=landed, snapshot=run.snapshot if landed is not None else None)
             if new_ref is not None:
                 self._offload.drop(run.run_id, new_ref, chunks_too=True)

@@ -299,10 +299,10 @@ class Run:
         recorded once Slack accepted them, so what is owed is exactly the difference.
         """
         if self.thread is None:
-            # A run waiting without a thread (its announcement failed on a takeover) owes
-            # the announcement; one that ended without one (the announcement failed at the
-            # start, and the person who started it was told) owes nothing.
-            return self.channel is not None and not self.status.terminal and not self.status.leased
+            # A run without a thread (its announcement failed on a takeover) owes the
+            # announcement, then the rest. One whose announcement failed at the start owes
+            # nothing: the person who started it was told, and its record keeps no channel.
+            return self.channel is not None and not self.status.leased
         if self.status.terminal and self.final is None:
             return True
         return any(a.card_owed for a in self.asks.values()) or (

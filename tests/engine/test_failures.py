@@ -7,13 +7,14 @@ re-runs an approved side effect in a loop and never waits forever for an invisib
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tests.support.graphs as test_graphs
-from engine import RunEngine
+from engine import PublishError, RunEngine
 from persistence.base import StoreBroken, StoreUnavailable
 from persistence.records import Decision, Run, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
@@ -169,3 +170,68 @@ async def test_a_save_that_keeps_failing_while_the_lease_holds_ends_the_run_with
     assert final is not None and final.status is RunStatus.FAILED
     assert time.monotonic() - started < 10, "gave up after the retry window, not the 900 s lease"
     assert test_graphs.markers() == ["writer:x"]
+
+
+async def test_a_run_without_a_thread_is_announced_by_the_sweeper_and_its_messages_follow(
+    tmp_path: Path, publisher
+) -> None:
+    """A takeover whose announcement failed leaves a run with no thread: it still owes the
+    announcement (then its cards, or its end), and two sweepers racing leave one thread."""
+    import asyncio
+
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+    run = await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
+    stored = store.load(run.run_id)
+    assert stored is not None
+    (ask,) = stored.pending_asks()
+    bare = {ask.key: replace(ask, card=None, shown=None)}
+    store.save(stored.evolve(thread=None, asks=bare), expected_version=stored.version)  # as a takeover left it
+    assert (threadless := store.load(run.run_id, snapshot=False)) is not None and threadless.owes_slack
+    publisher.posted.clear()
+    publisher.events.clear()
+
+    slow_find, slow_start = publisher.find_posted, publisher.run_started
+
+    async def find_posted(**kwargs: Any) -> Any:
+        await asyncio.sleep(0.01)  # both sweepers look before either posts
+        return await slow_find(**kwargs)
+
+    async def run_started(**kwargs: Any) -> Any:
+        await asyncio.sleep(0.01)
+        return await slow_start(**kwargs)
+
+    publisher.find_posted, publisher.run_started = find_posted, run_started
+    await asyncio.gather(engine(store, publisher, ahead=61).sweep(), engine(store, publisher, ahead=61).sweep())
+
+    after = store.load(run.run_id, snapshot=False)
+    assert after is not None and after.thread is not None and not after.owes_slack
+    assert len(publisher.of("started")) == 2 and len(publisher.of("retracted")) == 1, "the losing thread is deleted"
+    assert publisher.of("retracted")[0][2] != after.thread.ts, "the recorded thread stays"
+    assert len(publisher.of("card")) == 1 and after.asks[ask.key].card is not None
+
+
+async def test_a_run_that_ended_without_a_thread_still_gets_announced_and_its_end_posted(
+    tmp_path: Path, publisher
+) -> None:
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+    run = await engine(store, publisher).start(graph="boom", task="x", user="U0", channel="C1")
+    stored = store.load(run.run_id, snapshot=False)
+    assert stored is not None and stored.status is RunStatus.FAILED
+    store.save(stored.evolve(thread=None, final=None), expected_version=stored.version)
+    publisher.events.clear()
+    publisher.posted.clear()
+    (swept,) = await engine(store, publisher, ahead=61).sweep()
+    assert swept.thread is not None and swept.final is not None and not swept.owes_slack
+    assert [e[0] for e in publisher.events if e[0] in ("started", "finished")] == ["started", "finished"]
+
+
+async def test_a_run_whose_announcement_failed_at_the_start_owes_nothing(tmp_path: Path, publisher) -> None:
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+
+    async def not_in_channel(**kwargs: Any) -> Any:
+        raise PublishError("not_in_channel")
+
+    publisher.run_started = not_in_channel
+    with pytest.raises(PublishError):
+        await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
+    assert await engine(store, publisher, ahead=10**6).sweep() == [], "the requester was told; nothing to post"
