@@ -14,7 +14,7 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from engine.threads import in_thread
+from engine.threads import in_lease_thread
 from persistence.base import RunStore
 
 logger = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ async def heartbeat(
             await asyncio.sleep(lease_seconds / 3)
             next_until = clock() + lease_seconds
             try:
-                renewed = await in_thread(store.renew, run_id, owner=token, lease_until=next_until)
+                renewed = await in_lease_thread(store.renew, run_id, owner=token, lease_until=next_until)
             except Exception:
                 logger.warning("run %s: renewing the lease failed; retrying", run_id, exc_info=True)
                 continue
