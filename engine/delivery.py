@@ -53,7 +53,7 @@ class Courier:
         """
         delivery = Delivery()
         if run.thread is None and run.owes_slack:
-            thread = await self.find(run, "") or await self._announce(run)
+            thread = await self.find(run, "") or await self.announce(run)
             if thread is None:
                 stalled_at = self._clock() if sweeping else None
                 return await self._record(run, replace(delivery, stalled_at=stalled_at), sweeping=sweeping)
@@ -102,7 +102,7 @@ class Courier:
             await self._retract(stored, [thread])
         return stored
 
-    async def _announce(self, run: Run) -> MessageRef | None:
+    async def announce(self, run: Run) -> MessageRef | None:
         assert run.channel is not None
         try:
             return await self._publisher.run_started(run=run, channel=run.channel)

@@ -315,14 +315,8 @@ class RunEngine:
         """A takeover of a first pass that died before saving its thread: find or post it."""
         if run.thread is not None or run.channel is None:
             return run
-        thread = await self._courier.find(run, "")
-        if thread is None:
-            try:
-                thread = await self._publisher.run_started(run=run, channel=run.channel)
-            except Exception:
-                logger.warning("run %s: could not announce it again; its messages wait", run.run_id, exc_info=True)
-                return run
-        return run.evolve(thread=thread)
+        thread = await self._courier.find(run, "") or await self._courier.announce(run)
+        return run.evolve(thread=thread) if thread is not None else run
 
     async def _pass(self, run: Run, responses: list[tuple[str, Any]], *, stale: list[str]) -> Step:
         try:

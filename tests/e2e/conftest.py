@@ -111,6 +111,7 @@ def markers_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 StartBot = Callable[..., Awaitable[BotProcess]]
+UserFor = Callable[[BotProcess], LocalSlackUser]
 
 
 def _bot_env(*, slack: LocalSlack, backend: Backend, markers: Path, extra: dict[str, str]) -> dict[str, str]:

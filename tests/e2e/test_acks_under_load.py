@@ -21,7 +21,6 @@ import hashlib
 import re
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +29,8 @@ from persistence.records import RunStatus
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,
-    BotProcess,
     StartBot,
+    UserFor,
     all_text,
     cards,
     eventually,
@@ -40,8 +39,6 @@ from tests.e2e.conftest import (
     run_of,
 )
 from tests.support.source_graphs import BLOB_BYTES_VARIABLE
-
-UserFor = Callable[[BotProcess], LocalSlackUser]
 
 BLOB_BYTES = 45_000_000  # base64: ~60 MB of text in the conversation
 MIN_STATE_CHARS = 59_000_000  # the state as the graph serialized it (before the store compresses it)

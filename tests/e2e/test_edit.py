@@ -7,7 +7,6 @@ Runs on the embedded store; the graph is ``tool-gate-test`` in ``tests/support/g
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ from persistence.records import AskStatus, RunStatus, Verdict
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,
-    BotProcess,
     StartBot,
+    UserFor,
     all_text,
     cards,
     finished_message,
@@ -26,7 +25,6 @@ from tests.e2e.conftest import (
     run_of,
 )
 
-UserFor = Callable[[BotProcess], LocalSlackUser]
 PROPOSED = {"service": "billing", "replicas": 3}
 EDITED = {"service": "billing-canary", "replicas": 5}
 

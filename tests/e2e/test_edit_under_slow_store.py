@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,8 @@ from persistence.records import AskStatus, RunStatus, Verdict
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,
-    BotProcess,
     StartBot,
+    UserFor,
     all_text,
     cards,
     eventually,
@@ -40,7 +39,6 @@ from tests.e2e.conftest import (
 from tests.support.aws import CountingMotoServer
 from tests.support.faults import FaultProxy
 
-UserFor = Callable[[BotProcess], LocalSlackUser]
 BOT_APP_ID = "approval-bot-slow-store"  # tags the bot's requests in moto's counts
 SLACK_ACK_DEADLINE = 3.0
 PROPOSED = {"service": "billing", "replicas": 3}

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from bot.localslack import Fault, LocalSlack, LocalSlackUser, contains
+from bot.localslack import Fault, LocalSlack, contains
 from bot.slack_client import RATE_LIMIT_RETRIES, SERVER_ERROR_BACKOFF, SERVER_ERROR_RETRIES
 from persistence.records import AskStatus, Run, RunStatus
 from tests.e2e.conftest import (
@@ -36,6 +36,7 @@ from tests.e2e.conftest import (
     Backend,
     BotProcess,
     StartBot,
+    UserFor,
     all_text,
     cards,
     eventually,
@@ -44,7 +45,6 @@ from tests.e2e.conftest import (
     run_of,
 )
 
-UserFor = Callable[[BotProcess], LocalSlackUser]
 Predicate = Callable[[Mapping[str, Any]], bool]
 
 TASK = "faulty"

@@ -6,8 +6,6 @@ process is, and reads the bill from ``moto_server.capacity(app_id=...)``.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -32,21 +30,6 @@ def _item(pk: str, sk: str, size: int, **extra: dict[str, Any]) -> dict[str, dic
     item["data"] = {"S": "x" * (size - item_size(item))}
     assert item_size(item) == size
     return item
-
-
-@pytest.fixture
-def table(moto_server: CountingMotoServer) -> Iterator[str]:
-    """A bare pk/sk table made here, so these tests depend on moto alone, not on the store's code."""
-    client = boto3.client("dynamodb", region_name=REGION)
-    name = f"support-{uuid.uuid4().hex[:12]}"
-    client.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk")],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-    )
-    yield name
-    client.delete_table(TableName=name)
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -29,21 +27,6 @@ def _client(service: str, proxy: FaultProxy, *, attempts: int = 2) -> Any:
 
 def _key(sk: str = "s") -> dict[str, dict[str, str]]:
     return {"pk": {"S": "p"}, "sk": {"S": sk}}
-
-
-@pytest.fixture
-def table(moto_server: CountingMotoServer) -> Iterator[str]:
-    """A bare pk/sk table made here, so these tests depend on moto alone, not on the store's code."""
-    client = boto3.client("dynamodb", region_name=REGION)
-    name = f"support-{uuid.uuid4().hex[:12]}"
-    client.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk")],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-    )
-    yield name
-    client.delete_table(TableName=name)
 
 
 @pytest.fixture
