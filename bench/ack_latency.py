@@ -3,7 +3,7 @@
 Both apps are served in this process over real HTTP on 127.0.0.1 and receive the same
 signed bodies, alternately (A/B, then B/A), so machine noise hits both alike:
 
-* ours: ``bot.server.build_web_app`` around ``bot.app.build_app``, with the SQLite store
+* ours: ``bot.server.build_web_app`` (the edge and ``bot.app.build_app``), with the SQLite store
   and the local fake Slack (``bot.localslack``) as its Web API, the tiny ``bench-ask``
   graph, and its real post-ack work (start a run, decide and resume);
 * bare: a Bolt ``AsyncApp`` with the same signing secret, a ``/graph`` command listener
@@ -43,7 +43,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bench.graphs import SMALL
 from bench.stats import Comparison, compare
-from bot.app import build_app
 from bot.localslack import LOCAL_SIGNING_SECRET, BotResponse, HttpTransport, LocalSlack, LocalSlackUser
 from bot.server import build_web_app
 from bot.services import Services, build_services
@@ -171,8 +170,9 @@ async def _serve(*, workdir: Path, inline: bool) -> _Servers:
     services = build_services(settings, owner="bench")
     servers = _Servers(slack=slack, services=services)
     # The sweeper would only find nothing to do; keep it out of the measurement window.
-    ours = build_app(services, process_before_response=inline)
-    servers.ours_url = await servers.start(build_web_app(services=services, app=ours, sweep_seconds=3600))
+    servers.ours_url = await servers.start(
+        build_web_app(services=services, sweep_seconds=3600, process_before_response=inline)
+    )
     bare = bare_app(token=slack.bot_token, api_url=slack.api_url, inline=inline)
     servers.bare_url = await servers.start(bare.web_app())
     return servers

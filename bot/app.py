@@ -2,6 +2,9 @@
 
 It authorizes with the configured bot token directly instead of Bolt's default
 ``auth.test`` round trip on the first request: that call would sit on the ack path.
+Requests reach it only through ``bot.edge``, which verifies Slack's signature, answers
+``ssl_check`` and ``url_verification`` and checks the payload's shape; so Bolt's own
+middleware for those is off, and it is given the payload the edge checked.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 
-from bot.listeners import actions, commands, edits, views
+from bot.edge import SlackEdge
+from bot.handoff import Handoff
+from bot.listeners import actions, commands, edits, fallback, views
 from bot.services import Services
 from bot.slack_client import web_client
 
@@ -31,7 +36,7 @@ _bolt_logger = logging.getLogger("bot.bolt")
 _bolt_logger.addFilter(_IgnoreEnvToken())
 
 
-def build_app(services: Services, *, process_before_response: bool = False) -> AsyncApp:
+def build_app(services: Services, *, handoff: Handoff, process_before_response: bool = False) -> AsyncApp:
     token = services.settings.slack_bot_token.get_secret_value()
 
     async def authorize(enterprise_id: str | None, team_id: str | None, **_: Any) -> AuthorizeResult:
@@ -44,6 +49,9 @@ def build_app(services: Services, *, process_before_response: bool = False) -> A
         authorize=authorize,
         process_before_response=process_before_response,
         raise_error_for_unhandled_request=False,
+        request_verification_enabled=False,  # done by bot.edge, before the body is parsed
+        ssl_check_enabled=False,
+        url_verification_enabled=False,
         logger=_bolt_logger,
     )
 
@@ -52,8 +60,18 @@ def build_app(services: Services, *, process_before_response: bool = False) -> A
         # Never echo payloads: they may carry user text. The type is enough to find it.
         logger.error("listener failed on a %s request: %r", body.get("type") or "command", error, exc_info=error)
 
-    commands.register(app, services=services)
-    actions.register(app, services=services)
-    views.register(app, services=services)
-    edits.register(app, services=services)
+    commands.register(app, services=services, handoff=handoff)
+    actions.register(app, services=services, handoff=handoff)
+    views.register(app, services=services, handoff=handoff)
+    edits.register(app, services=services, handoff=handoff)
+    fallback.register(app)  # last: Bolt runs the first listener that matches
     return app
+
+
+def build_edge(services: Services, *, handoff: Handoff, process_before_response: bool = False) -> SlackEdge:
+    """The app behind the edge every entry point (server, Socket Mode, Lambda) talks to."""
+    app = build_app(services, handoff=handoff, process_before_response=process_before_response)
+    settings = services.settings
+    return SlackEdge(
+        app=app, signing_secret=settings.slack_signing_secret.get_secret_value(), command=settings.slack_command
+    )

@@ -13,53 +13,34 @@ import signal
 from collections.abc import AsyncIterator
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response
-from slack_bolt.async_app import AsyncApp
-from slack_bolt.request.async_request import AsyncBoltRequest
-from slack_sdk.signature import SignatureVerifier
 
-from bot.app import build_app
-from bot.payloads import shape_problem
+from bot.app import build_edge
+from bot.edge import MAX_BODY_BYTES
+from bot.handoff import InProcessHandoff
 from bot.services import Services, build_services
 from bot.settings import Settings
 from bot.sweeper import drain, sweep_forever
 
 logger = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 1024 * 1024  # Slack payloads are a few KB; refuse anything absurd early
 SERVICES_KEY = web.AppKey("services", Services)
+HANDOFF_KEY = web.AppKey("handoff", InProcessHandoff)
 SWEEPER_KEY = web.AppKey("sweeper", asyncio.Task[None])
 DRAIN_SECONDS = 25.0  # under the usual 30 s grace period of ECS and Kubernetes
 
 
-def build_web_app(*, services: Services, app: AsyncApp, sweep_seconds: float = 60.0) -> web.Application:
+def build_web_app(
+    *, services: Services, sweep_seconds: float = 60.0, process_before_response: bool = False
+) -> web.Application:
     web_app = web.Application(client_max_size=MAX_BODY_BYTES)
+    handoff = InProcessHandoff(services=services)
+    edge = build_edge(services, handoff=handoff, process_before_response=process_before_response)
     web_app[SERVICES_KEY] = services
-    verifier = SignatureVerifier(services.settings.slack_signing_secret.get_secret_value())
+    web_app[HANDOFF_KEY] = handoff
 
     async def events(request: web.Request) -> web.Response:
-        try:
-            body = (await request.read()).decode("utf-8")
-        except UnicodeDecodeError:  # not from Slack, and never worth a 5xx
-            return web.json_response({"error": "malformed request"}, status=400)
-        if not verifier.is_valid_request(body, dict(request.headers)):
-            return web.json_response({"error": "invalid signature"}, status=401)
-        try:
-            bolt_request = AsyncBoltRequest(body=body, query=request.query_string, headers=dict(request.headers))
-        except ValueError:
-            return web.json_response({"error": "malformed request"}, status=400)
-        # After the signature, before Bolt: Bolt's argument injection (listeners and
-        # middleware alike) indexes into actions and views unchecked.
-        problem = shape_problem(bolt_request.body)
-        if problem is not None:
-            logger.warning("refused a malformed payload: %s", problem)
-            return web.json_response({"error": f"malformed payload: {problem}"}, status=400)
-        try:
-            response = await app.async_dispatch(bolt_request)
-        except Exception:  # a bug of ours; Slack shows the person an error either way
-            logger.exception("could not handle a %s request", bolt_request.body.get("type") or "command")
-            return web.json_response({"error": "could not handle this request"}, status=400)
-        return await to_aiohttp_response(response)
+        reply = await edge.http(body=await request.read(), headers=request.headers)
+        return web.Response(status=reply.status, body=reply.body.encode(), headers=reply.headers)
 
     async def health(_: web.Request) -> web.Response:
         return web.json_response({"ok": True, "graphs_loaded": services.graphs.loaded})
@@ -87,7 +68,7 @@ async def stop_sweeping(app: web.Application) -> None:
 
 async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: float = 60.0) -> None:
     services = build_services(settings)
-    web_app = build_web_app(services=services, app=build_app(services), sweep_seconds=sweep_seconds)
+    web_app = build_web_app(services=services, sweep_seconds=sweep_seconds)
     runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -102,6 +83,6 @@ async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: floa
         await stop.wait()
         await site.stop()  # no new requests; finish what is running
         await stop_sweeping(web_app)
-        await drain(services, timeout=DRAIN_SECONDS)
+        await drain(services, handoff=web_app[HANDOFF_KEY], timeout=DRAIN_SECONDS)
     finally:
         await runner.cleanup()

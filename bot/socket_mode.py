@@ -1,4 +1,9 @@
-"""``approval-bot socket``: the same app over Socket Mode (no public URL needed)."""
+"""``approval-bot socket``: the same app over Socket Mode (no public URL needed).
+
+Envelopes go through the same edge as HTTP requests (``bot.edge``), minus the signature
+(the socket is the app's own authenticated connection), and every envelope is acked:
+one Slack would retry can only come back the same.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +13,37 @@ import signal
 
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 
-from bot.app import build_app
+from bot.app import build_edge
+from bot.edge import SlackEdge
+from bot.handoff import InProcessHandoff
 from bot.server import DRAIN_SECONDS
 from bot.services import build_services
 from bot.settings import Settings
 from bot.sweeper import drain, sweep_forever
 
 
+class _EdgeHandler(AsyncSocketModeHandler):
+    def __init__(self, edge: SlackEdge, app_token: str) -> None:
+        super().__init__(edge.app, app_token)
+        self._edge = edge
+
+    async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
+        reply = await self._edge.payload(req.payload)
+        await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id, payload=reply.payload))
+
+
 async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) -> None:
     if settings.slack_app_token is None:
         raise SystemExit("approval-bot socket needs SLACK_APP_TOKEN (an xapp- token with connections:write)")
     services = build_services(settings)
-    app = build_app(services)
+    handoff = InProcessHandoff(services=services)
+    edge = build_edge(services, handoff=handoff)
     await asyncio.to_thread(services.graphs.load)
-    handler = AsyncSocketModeHandler(app, settings.slack_app_token.get_secret_value())
+    handler = _EdgeHandler(edge, settings.slack_app_token.get_secret_value())
     # Ask for the WebSocket URL once up front: on a refused token the SDK would log and retry forever
     # (the process looking alive), so exit clearly instead. The handler then connects to this URL.
     try:
@@ -43,7 +64,7 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
         await stop.wait()
         await handler.disconnect_async()  # type: ignore[no-untyped-call]  # no new work; finish what runs
         sweeper.cancel()
-        await drain(services, timeout=DRAIN_SECONDS)
+        await drain(services, handoff=handoff, timeout=DRAIN_SECONDS)
     finally:
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from bot.handoff import InProcessHandoff
 from bot.services import Services
 
 logger = logging.getLogger(__name__)
 
 
-async def drain(services: Services, *, timeout: float) -> None:
-    """Wait for graph passes in flight: cutting one short means another process redoes
-    it after the lease expires, side effects included."""
+async def drain(services: Services, *, handoff: InProcessHandoff, timeout: float) -> None:
+    """Wait for handed-off work and graph passes in flight: cutting a pass short means
+    another process redoes it after the lease expires, side effects included."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    await handoff.drain(timeout=timeout)
     while services.engine.busy and loop.time() < deadline:
         await asyncio.sleep(0.1)
     if services.engine.busy:

@@ -117,18 +117,20 @@ class RunEngine:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
         return await in_thread(fn, *args, **kwargs)
 
-    async def start(self, *, graph: str, task: str, user: str, channel: str) -> Run:
+    async def start(self, *, graph: str, task: str, user: str, channel: str, run_id: str | None = None) -> Run:
         """Record, announce and run a new graph run until it pauses or ends.
 
         Raises UnknownGraph before anything is recorded, ``StoreError`` when the run
-        cannot be recorded (nothing is posted then), and ``PublishError`` when it cannot
-        be announced (the run is then recorded as failed, and nothing else is posted).
+        cannot be recorded (nothing is posted then; ``RunExists`` when ``run_id`` names a
+        run already started, which makes a start delivered twice start one run), and
+        ``PublishError`` when it cannot be announced (the run is then recorded as failed,
+        and nothing else is posted).
         """
         if not self._graphs.exists(graph):
             raise UnknownGraph(graph)
         now = self._clock()
         run = Run(
-            run_id=self._new_id(),
+            run_id=run_id or self._new_id(),
             graph=graph,
             task=task,
             started_by=user,
@@ -237,20 +239,33 @@ class RunEngine:
     async def sweep(self, *, limit: int = 25) -> list[Run]:
         """Take over runs whose holder died, pick up decisions, deliver what Slack is owed."""
         swept: list[Run] = []
-        for run_id in await self._io(self._store.stuck, now=self._clock(), limit=limit):
+        for run_id in await self.due(limit=limit):
             try:
-                run = await self._io(self._store.load, run_id, snapshot=False)
-                if run is not None and self._claimable_as(run) is not None:
-                    run = await self.resume(run_id, known=run)
-                elif run is not None and not (run.status.leased and (run.lease_until or 0.0) >= self._clock()):
-                    with self._work():
-                        run = await self._courier.deliver(run, sweeping=True)
+                run = await self.sweep_run(run_id)
             except Exception:  # one broken run must not stop the sweep
                 logger.exception("sweep: run %s could not be handled", run_id)
                 continue
             if run is not None:
                 swept.append(run)
         return swept
+
+    async def due(self, *, limit: int = 25) -> list[str]:
+        """The runs a sweep should look at now, oldest first (one query of the sweep index)."""
+        return await self._io(self._store.stuck, now=self._clock(), limit=limit)
+
+    async def sweep_run(self, run_id: str) -> Run | None:
+        """One run of a sweep: resume it if it has work, else deliver what Slack is owed.
+
+        Safe to call for any run, any number of times, from any number of processes: a
+        run someone holds is left alone, and every change is a conditional write.
+        """
+        run = await self._io(self._store.load, run_id, snapshot=False)
+        if run is not None and self._claimable_as(run) is not None:
+            return await self.resume(run_id, known=run)
+        if run is not None and not (run.status.leased and (run.lease_until or 0.0) >= self._clock()):
+            with self._work():
+                return await self._courier.deliver(run, sweeping=True)
+        return run
 
     def _claimable_as(self, run: Run) -> RunStatus | None:
         now = self._clock()

@@ -21,7 +21,6 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.app import build_app
 from bot.demo.terminal import buttons_of, plain, render_message
 from bot.localslack import LocalSlack, LocalSlackUser
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
@@ -176,7 +175,7 @@ async def run_demo(*, scripted: bool) -> int:
         }
     )
     services = build_services(settings)
-    runner = web.AppRunner(build_web_app(services=services, app=build_app(services)), access_log=None)
+    runner = web.AppRunner(build_web_app(services=services), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()

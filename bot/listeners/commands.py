@@ -1,22 +1,23 @@
 """The slash command: ``/graph run <graph> <task>``, ``/graph list``, ``/graph help``.
 
 The ack answers what needs no graph code (help, usage errors) at once; starting a run
-and listing graphs happen after the ack, because both may import graph modules.
+and listing graphs are handed off to run after the ack, because both may import graph
+modules. A run's id comes from the command's ``trigger_id``, so a command delivered twice
+starts one run.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncAck, AsyncApp
 
+from bot.handoff import Handoff, HandoffFailed
 from bot.render import messages
 from bot.services import Services
-from engine import PublishError, UnknownGraph
-
-logger = logging.getLogger(__name__)
+from bot.work import ListGraphs, StartRun, Work, run_id_for
+from engine.lifecycle import new_run_id
 
 MAX_TASK_CHARS = 4000
 
@@ -30,6 +31,12 @@ class Command:
 
 class UsageError(ValueError):
     pass
+
+
+def decode_entities(text: str) -> str:
+    """Slack sends ``&``, ``<`` and ``>`` in command text as entities; decode them once, here,
+    so the graph gets what the person typed (messages escape it again when they show it)."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def parse_command(text: str) -> Command:
@@ -53,49 +60,35 @@ def parse_command(text: str) -> Command:
     raise UsageError(f"Unknown subcommand `{words[0][:40]}`.")
 
 
-def register(app: AsyncApp, *, services: Services) -> None:
+def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
     name = services.settings.slack_command
 
-    async def acknowledge(ack: AsyncAck, command: dict[str, Any]) -> None:
+    async def on_command(ack: AsyncAck, command: dict[str, Any]) -> None:
         try:
-            parsed = parse_command(command.get("text") or "")
+            parsed = parse_command(decode_entities(command.get("text") or ""))
         except UsageError as problem:
             await ack(text=messages.usage_error(command=name, problem=str(problem)))
             return
         if parsed.action == "help":
             await ack(text=messages.help_text(command=name))
-        else:
-            await ack()
-
-    async def work(command: dict[str, Any], respond: AsyncRespond) -> None:
-        try:
-            parsed = parse_command(command.get("text") or "")
-        except UsageError:
-            return  # answered in the ack
+            return
+        work: Work
         if parsed.action == "list":
-            graphs = services.graphs.describe()
-            await respond(text=messages.graph_list(command=name, graphs=graphs), response_type="ephemeral")
-        elif parsed.action == "run":
-            await _start(parsed, command=command, respond=respond)
-
-    async def _start(parsed: Command, *, command: dict[str, Any], respond: AsyncRespond) -> None:
+            work = ListGraphs(response_url=command.get("response_url") or "")
+        else:
+            work = StartRun(
+                run_id=run_id_for(command.get("trigger_id")) or new_run_id(),
+                graph=parsed.graph,
+                task=parsed.task,
+                user=command["user_id"],
+                channel=command["channel_id"],
+                response_url=command.get("response_url") or "",
+            )
         try:
-            await services.engine.start(
-                graph=parsed.graph, task=parsed.task, user=command["user_id"], channel=command["channel_id"]
-            )
-        except UnknownGraph as unknown:
-            known = ", ".join(f"`{n}`" for n, _ in services.graphs.describe()) or "none"
-            problem = f"There is no graph called `{unknown.name[:40]}`. Known graphs: {known}."
-            await respond(text=messages.usage_error(command=name, problem=problem), response_type="ephemeral")
-        except PublishError as error:
-            await respond(
-                text=f"I could not post in this channel ({error}). Invite me with `/invite` and try again.",
-                response_type="ephemeral",
-            )
-        except Exception:  # e.g. a graph module that fails to import: say so, don't go quiet
-            logger.exception("starting %s failed", parsed.graph)
-            await respond(
-                text=f"Starting `{parsed.graph[:40]}` failed; the bot's logs say why.", response_type="ephemeral"
-            )
+            await handoff.submit(work)
+        except HandoffFailed as failed:
+            await ack(text=f"I could not start that just now ({failed}). Try again in a moment.")
+            return
+        await ack()
 
-    app.command(name)(ack=acknowledge, lazy=[work])
+    app.command(name)(on_command)

@@ -9,9 +9,8 @@ decided by …" instead of a modal.
 Submit: one read and one decision, both inside the ack and within ``ACK_BUDGET``, so
 the modal shows what the store recorded: a mistake in the JSON or against the tool's
 input schema inline next to the input, a refusal (someone decided first), or that the
-store was too slow and nothing was recorded. The lazy half only resumes the run from
-what the store holds; it never reads the submission again, so the two halves cannot
-disagree.
+store was too slow and nothing was recorded. Only the resume is handed off, and it
+reads the run from the store, never the submission, so the two cannot disagree.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,7 +28,10 @@ import jsonschema
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.listeners.outcomes import ACK_BUDGET, ack_started, decide_in_ack, pick_up, tell_loser
+from bot.handoff import Handoff, hand_on
+from bot.listeners.actions import MALFORMED
+from bot.listeners.forms import OPEN_BUDGET, open_view, say
+from bot.listeners.outcomes import ACK_BUDGET, decide_in_ack, tell_loser
 from bot.render.cards import action_id_for, parse_action_value
 from bot.render.edits import json_schema_of
 from bot.render.modals import (
@@ -42,6 +45,7 @@ from bot.render.modals import (
     parse_modal_metadata,
 )
 from bot.services import Services
+from bot.work import PickUp
 from engine import DecideResult
 from engine.threads import in_thread
 from persistence.base import StoreError
@@ -67,7 +71,7 @@ def check_edited_input(text: str | None, *, tool: ToolCall) -> dict[str, Any] | 
     if len(text) > TEXT_MAX_LENGTH:
         return f"The input is too long ({len(text)} characters, at most {TEXT_MAX_LENGTH})."
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     except json.JSONDecodeError as error:
         return f"This is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
     except (ValueError, RecursionError) as error:
@@ -93,7 +97,7 @@ def read_edit(view: dict[str, Any], run: Run | None) -> EditSubmission | str:
     return EditSubmission(target=target, edited_input=checked)
 
 
-def register(app: AsyncApp, *, services: Services) -> None:
+def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
     async def load(run_id: str) -> Run | None:
         # The ask's tool input and schema only: never a multi-MB snapshot inside Slack's 3 s.
         return await in_thread(services.store.load, run_id, snapshot=False)
@@ -107,12 +111,12 @@ def register(app: AsyncApp, *, services: Services) -> None:
         try:
             run_id, ask_key = parse_action_value(str(action.get("value", "")))
         except ValueError:
-            await _say(respond, "This button is malformed; nothing was decided.")
+            await say(respond, MALFORMED)
             return
-        try:
-            run = await asyncio.wait_for(load(run_id), timeout=ACK_BUDGET)
+        try:  # the store's share of the trigger's 3 s; views.open needs the rest
+            run = await asyncio.wait_for(load(run_id), timeout=ACK_BUDGET - OPEN_BUDGET / 2)
         except (TimeoutError, StoreError):
-            await _say(respond, STORE_TOO_SLOW.replace("Submit", "Click Edit"))
+            await say(respond, STORE_TOO_SLOW.replace("Submit", "Click Edit"))
             return
         ask = run.asks.get(ask_key) if run is not None else None
         if ask is None or ask.status is not AskStatus.PENDING:
@@ -120,7 +124,7 @@ def register(app: AsyncApp, *, services: Services) -> None:
             return
         problem = _not_editable(ask)
         if problem is not None:
-            await _say(respond, problem)
+            await say(respond, problem)
             return
         assert ask.tool is not None  # _not_editable checked it
         try:
@@ -132,32 +136,22 @@ def register(app: AsyncApp, *, services: Services) -> None:
                 tool=ask.tool,
             )
         except ValueError:  # the card's location did not validate (the size was checked above)
-            await _say(respond, "This button is malformed; nothing was decided.")
+            await say(respond, MALFORMED)
             return
-        await client.views_open(trigger_id=body["trigger_id"], view=view)
+        await open_view(client, respond=respond, trigger_id=body.get("trigger_id"), view=view)
 
-    async def acknowledge(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
-        outcome = ack_started(view)
-        problem: str | None = STORE_TOO_SLOW
-        try:
-            deadline = time.monotonic() + ACK_BUDGET
-            problem = await _decide_edit(services, load, body=body, view=view, deadline=deadline)
-        finally:
-            outcome.set_result(problem is None)
-        if problem is None:
-            await ack()
-        else:
+    async def on_submit(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        deadline = time.monotonic() + ACK_BUDGET
+        problem = await _decide_edit(services, load, body=body, view=view, deadline=deadline)
+        if problem is not None:
             await ack(response_action="errors", errors={TEXT_BLOCK_ID: problem})
-
-    async def resume(view: dict[str, Any]) -> None:
-        try:
-            target = parse_modal_metadata(str(view.get("private_metadata", "")))
-        except ValueError:
             return
-        await pick_up(services=services, view=view, run_id=target.run_id)
+        target = parse_modal_metadata(str(view.get("private_metadata", "")))  # read once already: it parses
+        await hand_on(handoff, PickUp(run_id=target.run_id))
+        await ack()
 
     app.action(EDIT_ACTION_ID)(open_modal)
-    app.view(EDIT_CALLBACK_ID)(ack=acknowledge, lazy=[resume])
+    app.view(EDIT_CALLBACK_ID)(on_submit)
 
 
 async def _decide_edit(
@@ -205,10 +199,6 @@ async def _load_for(view: dict[str, Any], load: Callable[[str], Awaitable[Run | 
     return await load(target.run_id)
 
 
-async def _say(respond: AsyncRespond, text: str) -> None:
-    await respond(text=text, response_type="ephemeral", replace_original=False)
-
-
 def _typed_text(view: dict[str, Any]) -> str | None:
     """The raw text of the input; unlike ``modal_text`` it is not stripped (JSON does not care,
     and the length check must see what was sent)."""
@@ -239,6 +229,14 @@ def _schema_problem(value: dict[str, Any], *, tool: ToolCall) -> str | None:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    """``1e999`` is valid JSON and Python reads it as infinity: a tool would pay "inf EUR"."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is too large a number")
+    return value
 
 
 def _json_kind(value: Any) -> str:

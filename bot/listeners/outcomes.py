@@ -10,7 +10,6 @@ at once and decided after, with the outcome sent only to the clicker.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from slack_bolt.async_app import AsyncRespond
 
@@ -72,33 +71,3 @@ async def decide_in_ack(*, services: Services, target: ModalTarget, decision: De
     except TimeoutError:
         return NOT_CONFIRMED
     return None if result.accepted else loser_text(result)
-
-
-# Bolt starts a listener's lazy half at the same time as its ack half when it serves
-# HTTP or Socket Mode (on Lambda the ack half has finished first). The lazy half of a
-# modal submission must not read the store before the ack half's decision is in, or it
-# finds nothing to resume; so the ack half announces its outcome here, in process.
-_outcomes: dict[str, asyncio.Future[bool]] = {}
-_FORGET_AFTER = 30.0
-
-
-def ack_started(view: dict[str, Any]) -> asyncio.Future[bool]:
-    """Called first thing in the ack half (before any await, so before the lazy half runs)."""
-    key = str(view.get("id"))
-    outcome: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    _outcomes[key] = outcome
-    asyncio.get_running_loop().call_later(_FORGET_AFTER, _outcomes.pop, key, None)
-    return outcome
-
-
-async def pick_up(*, services: Services, view: dict[str, Any], run_id: str) -> None:
-    """The lazy half: once this process's ack half recorded the decision (or at once when
-    another process acked), update the card and resume the run from the store."""
-    outcome = _outcomes.pop(str(view.get("id")), None)
-    if outcome is not None:
-        try:
-            if not await asyncio.wait_for(asyncio.shield(outcome), timeout=ACK_BUDGET + 1):
-                return  # refused or unconfirmed: nothing to resume (the sweeper checks anyway)
-        except TimeoutError:
-            pass
-    await services.engine.pick_up(run_id)

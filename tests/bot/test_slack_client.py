@@ -112,6 +112,7 @@ def test_each_client_gets_its_own_handlers() -> None:
 
 def test_the_bots_clients_come_from_the_factory(local_slack: LocalSlack, tmp_path: Path) -> None:
     from bot.app import build_app
+    from bot.handoff import InProcessHandoff
     from bot.services import build_services
     from bot.settings import Settings
 
@@ -124,7 +125,7 @@ def test_the_bots_clients_come_from_the_factory(local_slack: LocalSlack, tmp_pat
     )
     services = build_services(settings)
     try:
-        app = build_app(services)
+        app = build_app(services, handoff=InProcessHandoff(services=services))
         for client in (services.client, app.client):
             assert [type(h) for h in client.retry_handlers] == HANDLER_TYPES
             assert client.base_url == local_slack.api_url

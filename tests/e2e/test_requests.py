@@ -131,7 +131,7 @@ async def test_list_names_the_graphs(
             200,
         ),
         (b"\xff\xfe garbage", 400),
-        (b"", 404),
+        (b"", 400),
     ],
 )
 async def test_malformed_payloads_never_get_a_5xx(
