@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -63,24 +63,40 @@ class GraphCatalog:
         return [(d.name, d.description) for d in list_graphs()]
 
 
-@dataclass(frozen=True, kw_only=True)
 class Services:
-    settings: Settings
-    client: AsyncWebClient
-    store: RunStore
-    graphs: GraphCatalog
-    engine: RunEngine
+    """Settings, the Slack client, and the store, catalog and engine built on first use.
+
+    Built lazily so that an ack which needs no store (a slash command on Lambda, from a
+    cold start) never pays for creating a DynamoDB client. The event loop's thread is the
+    one that touches them first, so no lock is needed.
+    """
+
+    def __init__(self, *, settings: Settings, owner: str | None = None) -> None:
+        self.settings = settings
+        self._owner = owner
+        self.client: AsyncWebClient = web_client(
+            token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url
+        )
+
+    @cached_property
+    def store(self) -> RunStore:
+        s = self.settings
+        return open_store(table=s.dynamodb_table, sqlite_path=s.sqlite_path, bucket=s.snapshot_bucket)
+
+    @cached_property
+    def graphs(self) -> GraphCatalog:
+        return GraphCatalog(extra_modules=self.settings.graph_modules)
+
+    @cached_property
+    def engine(self) -> RunEngine:
+        return RunEngine(
+            store=self.store,
+            graphs=self.graphs,
+            publisher=SlackPublisher(client=self.client),
+            owner=self._owner,
+            lease_seconds=self.settings.lease_seconds,
+        )
 
 
 def build_services(settings: Settings, *, owner: str | None = None) -> Services:
-    client = web_client(token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
-    store = open_store(table=settings.dynamodb_table, sqlite_path=settings.sqlite_path, bucket=settings.snapshot_bucket)
-    graphs = GraphCatalog(extra_modules=settings.graph_modules)
-    engine = RunEngine(
-        store=store,
-        graphs=graphs,
-        publisher=SlackPublisher(client=client),
-        owner=owner,
-        lease_seconds=settings.lease_seconds,
-    )
-    return Services(settings=settings, client=client, store=store, graphs=graphs, engine=engine)
+    return Services(settings=settings, owner=owner)
