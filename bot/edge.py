@@ -36,8 +36,8 @@ from bot.payloads import Kind, inspect
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES: Final = 1024 * 1024  # Slack's payloads are a few KB; refuse anything absurd early
-_TIMESTAMP: Final = re.compile(r"^[0-9]{1,12}$")
-_SIGNATURE: Final = re.compile(r"^v0=[0-9a-f]{64}$")
+_TIMESTAMP: Final = re.compile(r"[0-9]{1,12}", re.ASCII)
+_SIGNATURE: Final = re.compile(r"v0=[0-9a-f]{64}", re.ASCII)
 _FORWARDED: Final = ("content-type", "x-slack-retry-num", "x-slack-retry-reason")
 
 
@@ -137,7 +137,7 @@ class SlackEdge:
         signature = headers.get("x-slack-signature", "")
         # slack_sdk's verifier calls int() on the timestamp: check its shape first, so that
         # ``1e9`` or ``abc`` is a 401 like any other bad signature, not a ValueError.
-        if not _TIMESTAMP.match(timestamp) or not _SIGNATURE.match(signature):
+        if not _TIMESTAMP.fullmatch(timestamp) or not _SIGNATURE.fullmatch(signature):
             return False
         if abs(self._clock() - int(timestamp)) > 60 * 5:  # Slack's replay window
             return False

@@ -17,12 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-USER_ID: Final = re.compile(r"^[UW][A-Z0-9]{1,20}$")
-CHANNEL_ID: Final = re.compile(r"^[CGD][A-Z0-9]{1,20}$")
-TEAM_ID: Final = re.compile(r"^T[A-Z0-9]{1,20}$")
-ENTERPRISE_ID: Final = re.compile(r"^E[A-Z0-9]{1,20}$")
-MESSAGE_TS: Final = re.compile(r"^\d{1,12}\.\d{1,8}$")
-_URL: Final = re.compile(r"^https?://[^\s<>|]{1,1000}$")
+# ASCII only, matched whole (``fullmatch``): ``$`` would let a trailing newline through,
+# and ``\d`` takes any Unicode digit.
+USER_ID: Final = re.compile(r"[UW][A-Z0-9]{1,20}", re.ASCII)
+CHANNEL_ID: Final = re.compile(r"[CGD][A-Z0-9]{1,20}", re.ASCII)
+TEAM_ID: Final = re.compile(r"T[A-Z0-9]{1,20}", re.ASCII)
+ENTERPRISE_ID: Final = re.compile(r"E[A-Z0-9]{1,20}", re.ASCII)
+MESSAGE_TS: Final = re.compile(r"[0-9]{1,12}\.[0-9]{1,8}", re.ASCII)
+_URL: Final = re.compile(r"https?://[^\s<>|]{1,1000}", re.ASCII)
 _MAX_SHORT: Final = 300  # trigger ids, view ids, action ids: Slack's are well under this
 
 # Keys Bolt follows into nested objects to find a team, user or channel. Slack never sends
@@ -164,7 +166,8 @@ def _actions(body: Mapping[str, Any]) -> None:
 def _view(body: Mapping[str, Any], *, required: bool = False) -> None:
     view = _object(body, "view", required=required)
     _text(view, "callback_id", limit=255, required=required, where="view")
-    for key in ("id", "private_metadata", "hash", "team_id", "app_installed_team_id", "type"):
+    _text(view, "type", limit=40, required=bool(view), where="view")  # Bolt reads it unchecked
+    for key in ("id", "private_metadata", "hash", "team_id", "app_installed_team_id"):
         _text(view, key, limit=3000, where="view")
     state = _object(view, "state", where="view")
     values = _object(state, "values", where="view.state")
@@ -194,13 +197,13 @@ def _id(body: Mapping[str, Any], key: str, shape: re.Pattern[str], *, required: 
     value = body.get(key)
     if value is None and not required:
         return
-    if not isinstance(value, str) or not shape.match(value):
+    if not isinstance(value, str) or not shape.fullmatch(value):
         raise _Bad(f"{_name(where, key)} is not a Slack id")
 
 
 def _url(body: Mapping[str, Any], key: str) -> None:
     value = body.get(key)
-    if value is not None and (not isinstance(value, str) or not _URL.match(value)):
+    if value is not None and (not isinstance(value, str) or not _URL.fullmatch(value)):
         raise _Bad(f"{key} is not a URL")
 
 

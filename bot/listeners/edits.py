@@ -24,13 +24,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.handoff import Handoff, hand_on
 from bot.listeners.actions import MALFORMED
-from bot.listeners.forms import OPEN_BUDGET, open_view, say
+from bot.listeners.forms import open_view, say
 from bot.listeners.outcomes import ACK_BUDGET, decide_in_ack, tell_loser
 from bot.render.cards import action_id_for, parse_action_value
 from bot.render.edits import json_schema_of
@@ -55,6 +54,7 @@ logger = logging.getLogger(__name__)
 
 EDIT_ACTION_ID = action_id_for(Verdict.EDIT)  # "ask:edit"
 MAX_ERROR_CHARS = 300  # an inline error is a line under the input, not a report
+EDIT_READ_BUDGET = 1.0  # seconds to read the ask for the Edit modal; with OPEN_BUDGET, under 3 s
 STORE_TOO_SLOW = "My store did not answer in time, so nothing was recorded. Submit again."
 
 
@@ -114,7 +114,7 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
             await say(respond, MALFORMED)
             return
         try:  # the store's share of the trigger's 3 s; views.open needs the rest
-            run = await asyncio.wait_for(load(run_id), timeout=ACK_BUDGET - OPEN_BUDGET / 2)
+            run = await asyncio.wait_for(load(run_id), timeout=EDIT_READ_BUDGET)
         except (TimeoutError, StoreError):
             await say(respond, STORE_TOO_SLOW.replace("Submit", "Click Edit"))
             return
@@ -212,6 +212,8 @@ def _schema_problem(value: dict[str, Any], *, tool: ToolCall) -> str | None:
     schema = json_schema_of(tool)
     if schema is None:
         return None
+    import jsonschema  # here, not at the top: it costs ~20 ms of every cold start's ack
+
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)

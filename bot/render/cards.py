@@ -61,7 +61,7 @@ VERDICT_LABELS: dict[Verdict, str] = {
     Verdict.EDIT: "Edit",
 }
 ACTION_ID_PREFIX = "ask:"
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 MAX_ACTION_VALUE = 200
 
 _STYLES = {Verdict.APPROVE: "primary", Verdict.REJECT: "danger"}

@@ -37,8 +37,8 @@ TEXT_MAX_LENGTH = 3000
 MAX_METADATA = 3000
 
 _CALLBACKS = {Verdict.REPLY: REPLY_CALLBACK_ID, Verdict.REJECT: REJECT_CALLBACK_ID}
-_CHANNEL = re.compile(r"^[A-Za-z0-9]{1,64}$")
-_MESSAGE_TS = re.compile(r"^[0-9]{1,20}\.[0-9]{1,20}$")
+_CHANNEL = re.compile(r"^[A-Za-z0-9]{1,64}\Z")
+_MESSAGE_TS = re.compile(r"^[0-9]{1,20}\.[0-9]{1,20}\Z")
 _HINT_LIMIT = 500
 _SCHEMA_HINT_FIELDS = 12
 
