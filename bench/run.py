@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import math
@@ -32,6 +33,8 @@ class Plan:
     resume_samples: int
     dynamodb_samples: int
     warmup: int
+    cold_start_samples: int = 15
+    """Fresh interpreters per side; each costs a few hundred ms, so the plan keeps this low."""
 
     @classmethod
     def of(cls, *, quick: bool, samples: int | None = None) -> Plan:
@@ -41,7 +44,8 @@ class Plan:
             plan = cls(ack_samples=40, resume_samples=20, dynamodb_samples=12, warmup=3)
         if samples is not None:
             plan = cls(ack_samples=samples, resume_samples=samples, dynamodb_samples=samples, warmup=plan.warmup)
-        return plan
+        cold_start_samples = samples if samples is not None else (3 if quick else 15)
+        return dataclasses.replace(plan, cold_start_samples=cold_start_samples)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,8 +56,22 @@ class Outcome:
     """The tables a person reads: milliseconds for context, ratios to compare."""
 
 
-async def collect(*, plan: Plan, ack: bool = True, resume: bool = True, dynamodb: bool = False) -> Outcome:
-    """Run the chosen benchmarks; return their results as data and as printable tables."""
+async def collect(
+    *,
+    plan: Plan,
+    ack: bool = True,
+    resume: bool = True,
+    dynamodb: bool = False,
+    cold_start: bool = False,
+    no_pyc: bool = False,
+) -> Outcome:
+    """Run the chosen benchmarks; return their results as data and as printable tables.
+
+    ``cold_start`` adds the Lambda cold start (off unless asked, ``python -m bench`` asks);
+    with ``dynamodb`` our handler runs with ``DYNAMODB_TABLE`` at moto, with ``no_pyc`` both
+    compile every module outside the standard library from source, as a ``sam build``
+    package does.
+    """
     data: dict[str, Any] = {
         "note": "one run on one machine; compare ratios, not milliseconds",
         "python": sys.version.split()[0],
@@ -105,6 +123,15 @@ async def collect(*, plan: Plan, ack: bool = True, resume: bool = True, dynamodb
             for s in r.sizes
         ]
         parts.append("\n".join(sizes))
+    if cold_start:
+        from bench.cold_start import measure_cold_start
+        from bench.cold_start import text as cold_start_text
+
+        report = await measure_cold_start(
+            samples=plan.cold_start_samples, warmup=min(plan.warmup, 1), dynamodb=dynamodb, bytecode=not no_pyc
+        )
+        data["cold_start"] = report.as_dict()
+        parts.append(cold_start_text(report))
     return Outcome(data=data, text="\n\n".join(parts))
 
 
@@ -119,14 +146,25 @@ def well_formed(data: dict[str, Any]) -> list[str]:
             value = c[key]
             if not (isinstance(value, float | int) and math.isfinite(value) and value > 0):
                 problems.append(f"{c['name']}: {key} = {value!r}")
+    if "cold_start" in data:
+        from bench.cold_start import well_formed as cold_start_well_formed
+
+        problems += [f"cold start: {p}" for p in cold_start_well_formed(data["cold_start"])]
     return problems
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="few samples (< 15 s): a smoke run, not a measurement")
-    parser.add_argument("--dynamodb", action="store_true", help="also resume on DynamoDB (moto's server, in process)")
-    parser.add_argument("--only", choices=("ack", "resume"), help="run one benchmark")
+    parser.add_argument(
+        "--dynamodb",
+        action="store_true",
+        help="also resume on DynamoDB (moto's server, in process); cold start: ours with DYNAMODB_TABLE at moto",
+    )
+    parser.add_argument("--only", choices=("ack", "resume", "cold-start"), help="run one benchmark")
+    parser.add_argument(
+        "--no-pyc", action="store_true", help="cold start: compile from source, as a sam-built Lambda package does"
+    )
     parser.add_argument("--samples", type=int, help="samples per measurement (overrides the plan)")
     parser.add_argument("--write", action="store_true", help=f"write the results to {RESULTS}")
     args = parser.parse_args(argv)
@@ -134,7 +172,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = Plan.of(quick=args.quick, samples=args.samples)
     started = time.perf_counter()
     outcome = asyncio.run(
-        collect(plan=plan, ack=args.only in (None, "ack"), resume=args.only in (None, "resume"), dynamodb=args.dynamodb)
+        collect(
+            plan=plan,
+            ack=args.only in (None, "ack"),
+            resume=args.only in (None, "resume"),
+            dynamodb=args.dynamodb,
+            cold_start=args.only in (None, "cold-start"),
+            no_pyc=args.no_pyc,
+        )
     )
     print(outcome.text)
     print(f"\n({time.perf_counter() - started:.1f} s; ratio = ours / baseline at the median, lower is better)")

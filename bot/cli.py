@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from bot.logs import set_level
 from bot.settings import Settings
 
 
@@ -42,13 +43,11 @@ def _settings() -> Settings:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    set_level(os.environ.get("LOG_LEVEL", "INFO"))
     if args.command == "demo":
         # The demo's terminal is for the conversation; library chatter only when asked for.
-        logging.getLogger().setLevel(os.environ.get("LOG_LEVEL", "WARNING").upper())
+        set_level(os.environ.get("LOG_LEVEL", "WARNING"))
         from bot.demo.session import run_demo
 
         return int(asyncio.run(run_demo(scripted=args.script or not sys.stdin.isatty())))

@@ -19,10 +19,21 @@ logger = logging.getLogger(__name__)
 
 
 class HandoffFailed(Exception):
-    """The work could not be handed on; ``str()`` is safe to show a person."""
+    """The work could not be handed on; ``str()`` is safe to show a person.
+
+    ``maybe_started``: no answer came in time, so the work may run after all; a person is
+    then told it is unconfirmed rather than that nothing happened.
+    """
+
+    def __init__(self, reason: str, *, maybe_started: bool = False) -> None:
+        super().__init__(reason)
+        self.maybe_started = maybe_started
 
 
 class Handoff(Protocol):
+    budget: float
+    """Seconds ``submit`` may take: an ack that does store work first leaves this much room."""
+
     async def submit(self, work: Work) -> None:
         """Arrange for ``work`` to run after the ack; raises HandoffFailed when it cannot."""
         ...
@@ -34,6 +45,8 @@ class InProcessHandoff:
     A process that stops waits for them (``drain``): a task cut short leaves its run to
     the sweeper, but a start or a click that never ran is lost to the person who asked.
     """
+
+    budget = 0.0  # scheduling a task
 
     def __init__(self, *, services: Services) -> None:
         self._services = services

@@ -106,7 +106,8 @@ def _command(body: Mapping[str, Any], *, expected: str) -> Inspection:
 
 
 def _interaction(body: Mapping[str, Any], kind: str) -> Inspection:
-    if any(body.get(key) is not None for key in _NOT_OURS):
+    # ``event`` even when null: Bolt reads ``payload.get("event", {})`` as an object.
+    if "event" in body or any(body.get(key) is not None for key in _NOT_OURS):
         return Inspection.ignore(f"{kind} from something other than the bot's cards")
     user = _object(body, "user", required=True)
     _id(user, "id", USER_ID, required=True, where="user")

@@ -7,21 +7,21 @@ caller decides it is time (server start-up, or after the ack on Lambda).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.publisher import SlackPublisher
-from bot.settings import Settings
+from bot.slack_access import SlackAccess
 from bot.slack_client import web_client
-from engine import RunEngine
-from persistence import open_store
-from persistence.base import RunStore
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
+
+    from bot.settings import Settings
+    from engine import RunEngine
+    from persistence.base import RunStore
 
 
 class GraphCatalog:
@@ -64,22 +64,28 @@ class GraphCatalog:
 
 
 class Services:
-    """Settings, the Slack client, and the store, catalog and engine built on first use.
+    """Slack access and client, and the settings, store, catalog and engine built on first use.
 
-    Built lazily so that an ack which needs no store (a slash command on Lambda, from a
-    cold start) never pays for creating a DynamoDB client. The event loop's thread is the
-    one that touches them first, so no lock is needed.
+    Built lazily so that an ack never pays for what it does not use: a slash command on a
+    cold Lambda needs neither a DynamoDB client nor the full, pydantic-checked settings
+    (``bot.slack_access`` says why). The event loop's thread is the one that touches them
+    first, so no lock is needed.
     """
 
-    def __init__(self, *, settings: Settings, owner: str | None = None) -> None:
-        self.settings = settings
+    def __init__(self, *, slack: SlackAccess, settings: Callable[[], Settings], owner: str | None = None) -> None:
+        self.slack = slack
+        self._settings = settings
         self._owner = owner
-        self.client: AsyncWebClient = web_client(
-            token=settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url
-        )
+        self.client: AsyncWebClient = web_client(token=slack.bot_token, base_url=slack.api_url)
+
+    @cached_property
+    def settings(self) -> Settings:
+        return self._settings()
 
     @cached_property
     def store(self) -> RunStore:
+        from persistence import open_store
+
         s = self.settings
         return open_store(table=s.dynamodb_table, sqlite_path=s.sqlite_path, bucket=s.snapshot_bucket)
 
@@ -89,6 +95,9 @@ class Services:
 
     @cached_property
     def engine(self) -> RunEngine:
+        from bot.publisher import SlackPublisher
+        from engine import RunEngine
+
         return RunEngine(
             store=self.store,
             graphs=self.graphs,
@@ -99,4 +108,4 @@ class Services:
 
 
 def build_services(settings: Settings, *, owner: str | None = None) -> Services:
-    return Services(settings=settings, owner=owner)
+    return Services(slack=settings.slack_access(), settings=lambda: settings, owner=owner)

@@ -10,15 +10,19 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.slack_access import DEFAULT_API_URL, DEFAULT_COMMAND, SlackAccess, checked_command, with_trailing_slash
+
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True)
+    # hide_input_in_errors: a validation error would otherwise quote the values it read,
+    # secrets included, into the log.
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True, hide_input_in_errors=True)
 
     slack_bot_token: SecretStr = Field(alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr = Field(alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")
-    slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
-    slack_command: str = Field(default="/graph", alias="SLACK_COMMAND")
+    slack_api_url: str = Field(default=DEFAULT_API_URL, alias="SLACK_API_URL")
+    slack_command: str = Field(default=DEFAULT_COMMAND, alias="SLACK_COMMAND")
     dynamodb_table: str | None = Field(default=None, alias="DYNAMODB_TABLE")
     snapshot_bucket: str | None = Field(default=None, alias="SNAPSHOT_BUCKET")
     graph_modules: Annotated[list[str], NoDecode] = Field(default_factory=list, alias="GRAPH_MODULES")
@@ -36,17 +40,22 @@ class Settings(BaseSettings):
     @field_validator("slack_command")
     @classmethod
     def _command_shape(cls, value: str) -> str:
-        if not value.startswith("/") or " " in value:
-            raise ValueError("SLACK_COMMAND must look like /graph")
-        return value
+        return checked_command(value)
 
     @field_validator("slack_api_url")
     @classmethod
     def _trailing_slash(cls, value: str) -> str:
-        # slack_sdk joins base_url and method names by plain concatenation.
-        return value if value.endswith("/") else value + "/"
+        return with_trailing_slash(value)
 
     @field_validator("dynamodb_table", "snapshot_bucket", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return value or None
+
+    def slack_access(self) -> SlackAccess:
+        return SlackAccess(
+            bot_token=self.slack_bot_token.get_secret_value(),
+            signing_secret=self.slack_signing_secret.get_secret_value(),
+            api_url=self.slack_api_url,
+            command=self.slack_command,
+        )

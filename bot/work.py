@@ -146,12 +146,14 @@ async def perform(work: Work, *, services: Services) -> None:
             await _start(work, services=services)
         elif isinstance(work, ListGraphs):
             graphs = services.graphs.describe()
-            await _tell(work.response_url, messages.graph_list(command=services.settings.slack_command, graphs=graphs))
+            await _tell(work.response_url, messages.graph_list(command=services.slack.command, graphs=graphs))
         elif isinstance(work, Decide):
             result = await engine.decide(
                 run_id=work.run_id, ask_key=work.ask_key, decision=work.decision, claim=True, card=work.card
             )
             if not result.accepted:
+                if result.ask is not None and result.ask.decision == work.decision:
+                    return  # this very click, delivered again (Lambda delivers at least once)
                 await _tell(work.response_url, loser_text(result))
                 return
             await engine.follow_up(result)
@@ -164,7 +166,7 @@ async def perform(work: Work, *, services: Services) -> None:
 
 
 async def _start(work: StartRun, *, services: Services) -> None:
-    command = services.settings.slack_command
+    command = services.slack.command
     try:
         await services.engine.start(
             graph=work.graph, task=work.task, user=work.user, channel=work.channel, run_id=work.run_id

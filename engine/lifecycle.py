@@ -18,22 +18,18 @@ replicas, Lambda invocations, the sweeper) can handle clicks for the same run:
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
-import os
-import secrets
-import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from engine.crash import crash_point
 from engine.delivery import Courier
 from engine.execution import Step, StepStatus, run_pass
+from engine.ids import default_owner, new_run_id
 from engine.lease import heartbeat, new_token
-from engine.ports import FINAL, GraphSource, Publisher, PublishError
+from engine.ports import FINAL, DecideResult, GraphSource, Publisher, PublishError, UnknownGraph
 from engine.saving import Saver, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
@@ -48,7 +44,7 @@ from persistence.base import (
     VerdictNotOffered,
     VersionConflict,
 )
-from persistence.records import STATE_REFRESH_MARGIN_SECONDS, Ask, Decision, MessageRef, Run, RunStatus
+from persistence.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -56,37 +52,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 MAX_ROUNDS = 25  # resumes in a row for one click before the sweeper takes over
-
-
-class UnknownGraph(Exception):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"unknown graph {name!r}")
-        self.name = name
-
-
-@dataclass(frozen=True, kw_only=True)
-class DecideResult:
-    """What a click achieved, as the store recorded it.
-
-    ``accepted`` is False when someone decided first (``ask.decision`` says who), when the
-    run or ask does not exist (``ask`` None), or when nothing could be recorded
-    (``unrecorded``: the store failed; the card stays live and the person may try again).
-    ``claimed``: the same write gave this process the run to resume.
-    """
-
-    accepted: bool
-    run: Run | None
-    ask: Ask | None
-    claimed: bool = False
-    unrecorded: bool = False
-
-
-def new_run_id() -> str:
-    return base64.b32encode(secrets.token_bytes(10)).decode().lower()
-
-
-def default_owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 class RunEngine:

@@ -9,6 +9,7 @@ pointed at the local stand-in for Slack.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from persistence.records import Ask, MessageRef, Run
@@ -17,6 +18,29 @@ if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
 FINAL = "final"  # what ``Publisher.find_posted`` looks for: an ask key, or the run's end
+
+
+class UnknownGraph(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown graph {name!r}")
+        self.name = name
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecideResult:
+    """What a click achieved, as the store recorded it.
+
+    ``accepted`` is False when someone decided first (``ask.decision`` says who), when the
+    run or ask does not exist (``ask`` None), or when nothing could be recorded
+    (``unrecorded``: the store failed; the card stays live and the person may try again).
+    ``claimed``: the same write gave this process the run to resume.
+    """
+
+    accepted: bool
+    run: Run | None
+    ask: Ask | None
+    claimed: bool = False
+    unrecorded: bool = False
 
 
 class PublishError(Exception):

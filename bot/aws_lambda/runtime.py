@@ -13,9 +13,7 @@ import asyncio
 import logging
 import os
 import time
-from typing import Any, Final
-
-from pydantic import SecretStr
+from typing import TYPE_CHECKING, Any, Final
 
 from bot.app import build_edge
 from bot.aws_lambda.events import BadHttpEvent, http_request, http_response, is_http, is_scheduled
@@ -23,9 +21,12 @@ from bot.aws_lambda.invoke import Forged, LambdaHandoff, envelope_key, is_envelo
 from bot.aws_lambda.secrets import SECRET_ENV, slack_secrets
 from bot.edge import EdgeReply
 from bot.handoff import HandoffFailed
-from bot.services import build_services
-from bot.settings import Settings
+from bot.services import Services
+from bot.slack_access import ConfigError, SlackAccess
 from bot.work import SweepRun, perform
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -33,29 +34,35 @@ SWEEP_FAN_OUT: Final = 100  # runs handed out per scheduled sweep; the next tick
 
 
 class LambdaRuntime:
-    def __init__(self, settings: Settings, *, function: str) -> None:
+    def __init__(self, services: Services, *, function: str) -> None:
         self.loop = asyncio.new_event_loop()
-        self.services = build_services(settings)
+        self.services = services
         self._function = function
-        self._key = envelope_key(settings.slack_signing_secret.get_secret_value())
+        self._key = envelope_key(services.slack.signing_secret)
         self.handoff = LambdaHandoff(function=function, key=self._key)
         self.edge = build_edge(self.services, handoff=self.handoff, process_before_response=True)
 
     @classmethod
     def from_environment(cls) -> LambdaRuntime:
+        """Slack access from the environment (or Secrets Manager); the full settings, and
+        pydantic with them, on first need after the ack (``bot.slack_access`` says why)."""
         function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
         if not function:
-            raise RuntimeError("AWS_LAMBDA_FUNCTION_NAME is not set: the bot hands work to its own function")
+            raise ConfigError("AWS_LAMBDA_FUNCTION_NAME is not set: the bot hands work to its own function")
         secret = os.environ.get(SECRET_ENV)
-        if secret:  # init values win over the environment in pydantic-settings
-            found = slack_secrets(secret)
-            settings = Settings(
-                SLACK_BOT_TOKEN=SecretStr(found["SLACK_BOT_TOKEN"]),
-                SLACK_SIGNING_SECRET=SecretStr(found["SLACK_SIGNING_SECRET"]),
+        slack = SlackAccess.from_environ(os.environ, secrets=slack_secrets(secret) if secret else None)
+
+        def settings() -> Settings:
+            from pydantic import SecretStr
+
+            from bot.settings import Settings
+
+            # Init values win over the environment: the secrets as read above.
+            return Settings(
+                SLACK_BOT_TOKEN=SecretStr(slack.bot_token), SLACK_SIGNING_SECRET=SecretStr(slack.signing_secret)
             )
-        else:
-            settings = Settings()  # type: ignore[call-arg]
-        return cls(settings, function=function)
+
+        return cls(Services(slack=slack, settings=settings), function=function)
 
     def handle(self, event: object) -> dict[str, Any]:
         if not isinstance(event, dict):

@@ -9,22 +9,28 @@ environment variables are used as on the server.
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import Any, Final
+
+from bot.slack_access import ConfigError
 
 SECRET_ENV: Final = "SLACK_SECRET_ARN"
 _FIELDS: Final = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET")
 
 
-class SecretsUnavailable(RuntimeError):
+class SecretsUnavailable(ConfigError):
     """One line for the log: which secret, and what went wrong (never its value)."""
 
 
 def slack_secrets(secret_id: str) -> dict[str, str]:
-    import boto3
+    from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.session import get_session
 
+    # Read on a cold start, before the first ack: a short wait, one retry, never 60 s.
+    config = Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 2})
     try:
-        value = boto3.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
+        client: Any = get_session().create_client("secretsmanager", config=config)
+        value = client.get_secret_value(SecretId=secret_id)["SecretString"]
     except ClientError as error:
         code = error.response.get("Error", {}).get("Code", "error")
         raise SecretsUnavailable(f"{SECRET_ENV}: Secrets Manager refused {secret_id}: {code}") from None

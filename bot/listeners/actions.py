@@ -24,8 +24,8 @@ from persistence.records import Decision, Verdict
 
 logger = logging.getLogger(__name__)
 
-ONE_CLICK = re.compile(r"^ask:(approve|trust|retry)$")
-WITH_MODAL = re.compile(r"^ask:(reply|reject)$")
+ONE_CLICK = re.compile(r"^ask:(approve|trust|retry)\Z")
+WITH_MODAL = re.compile(r"^ask:(reply|reject)\Z")
 MALFORMED = "This button is malformed; nothing was decided."
 
 
@@ -54,7 +54,13 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
             await handoff.submit(work)
         except HandoffFailed as failed:
             await ack()
-            await say(respond, f"Nothing was recorded: I could not hand your click on ({failed}). Try again.")
+            if failed.maybe_started:
+                text = (
+                    f"I could not confirm your click ({failed}). If the card has not changed in a minute, click again."
+                )
+            else:
+                text = f"Nothing was recorded: I could not hand your click on ({failed}). Try again."
+            await say(respond, text)
             return
         await ack()
 

@@ -17,7 +17,7 @@ from bot.handoff import Handoff, HandoffFailed
 from bot.render import messages
 from bot.services import Services
 from bot.work import ListGraphs, StartRun, Work, run_id_for
-from engine.lifecycle import new_run_id
+from engine.ids import new_run_id
 
 MAX_TASK_CHARS = 4000
 
@@ -61,7 +61,7 @@ def parse_command(text: str) -> Command:
 
 
 def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
-    name = services.settings.slack_command
+    name = services.slack.command
 
     async def on_command(ack: AsyncAck, command: dict[str, Any]) -> None:
         try:
@@ -87,7 +87,11 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
         try:
             await handoff.submit(work)
         except HandoffFailed as failed:
-            await ack(text=f"I could not start that just now ({failed}). Try again in a moment.")
+            if failed.maybe_started:
+                text = f"I could not confirm that this started ({failed}). If nothing appears in a minute, try again."
+            else:
+                text = f"I could not start that just now ({failed}). Try again in a moment."
+            await ack(text=text)
             return
         await ack()
 

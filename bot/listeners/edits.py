@@ -141,7 +141,7 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
         await open_view(client, respond=respond, trigger_id=body.get("trigger_id"), view=view)
 
     async def on_submit(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
-        deadline = time.monotonic() + ACK_BUDGET
+        deadline = time.monotonic() + ACK_BUDGET - handoff.budget  # the resume's handoff fits in the same 3 s
         problem = await _decide_edit(services, load, body=body, view=view, deadline=deadline)
         if problem is not None:
             await ack(response_action="errors", errors={TEXT_BLOCK_ID: problem})
@@ -202,7 +202,7 @@ async def _load_for(view: dict[str, Any], load: Callable[[str], Awaitable[Run | 
 def _typed_text(view: dict[str, Any]) -> str | None:
     """The raw text of the input; unlike ``modal_text`` it is not stripped (JSON does not care,
     and the length check must see what was sent)."""
-    block = (view.get("state") or {}).get("values", {}).get(TEXT_BLOCK_ID)
+    block = ((view.get("state") or {}).get("values") or {}).get(TEXT_BLOCK_ID)
     action = block.get(TEXT_ACTION_ID) if isinstance(block, dict) else None
     value = action.get("value") if isinstance(action, dict) else None
     return value if isinstance(value, str) else None

@@ -13,6 +13,7 @@ import asyncio
 
 from slack_bolt.async_app import AsyncRespond
 
+from bot.listeners.forms import say
 from bot.render.modals import ModalTarget
 from bot.services import Services
 from engine import DecideResult
@@ -52,7 +53,7 @@ def loser_text(result: DecideResult) -> str:
 
 
 async def tell_loser(result: DecideResult, *, respond: AsyncRespond) -> None:
-    await respond(text=loser_text(result), response_type="ephemeral", replace_original=False)
+    await say(respond, loser_text(result))
 
 
 async def decide_in_ack(*, services: Services, target: ModalTarget, decision: Decision, budget: float) -> str | None:

@@ -28,7 +28,7 @@ from bot.services import Services
 from bot.work import PickUp
 from persistence.records import Decision, Verdict
 
-CALLBACK = re.compile(r"^ask:(reply|reject)$")
+CALLBACK = re.compile(r"^ask:(reply|reject)\Z")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +45,7 @@ def read_submission(view: dict[str, Any]) -> Submission | str:
     except ValueError:
         return "This form is out of date; close it and click the card again."
     verdict = verdict_for_callback_id(str(view["callback_id"]))
-    text = modal_text(view.get("state", {}).get("values", {}))
+    text = modal_text((view.get("state") or {}).get("values") or {})
     if verdict is Verdict.REPLY and not text:
         return "Write a reply first."
     if text is not None and len(text) > TEXT_MAX_LENGTH:  # the input says so too, but forms can be forged
@@ -60,7 +60,8 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
             await ack(response_action="errors", errors={TEXT_BLOCK_ID: submission})
             return
         decision = Decision(verdict=submission.verdict, user=body["user"]["id"], at=time.time(), text=submission.text)
-        problem = await decide_in_ack(services=services, target=submission.target, decision=decision, budget=ACK_BUDGET)
+        budget = ACK_BUDGET - handoff.budget  # the resume's handoff must fit in the same 3 s
+        problem = await decide_in_ack(services=services, target=submission.target, decision=decision, budget=budget)
         if problem is not None:
             await ack(response_action="errors", errors={TEXT_BLOCK_ID: problem})
             return

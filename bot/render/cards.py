@@ -263,6 +263,8 @@ def load_ids_json(value: object, *, keys: set[str], limit: int, what: str) -> di
         data = json.loads(value)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{what} is not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{what} is nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError(f"{what} must be a JSON object, got {type(data).__name__}")
     if set(data) != keys:

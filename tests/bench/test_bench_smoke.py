@@ -42,3 +42,18 @@ async def test_quick_benchmarks_produce_well_formed_ratios() -> None:
             assert 0 < size["stored_bytes"] <= size["raw_bytes"] + 1, size
     assert all(math.isfinite(c["ratio"]) for c in data["ack"]["comparisons"])
     assert "ratio" in outcome.text
+
+
+async def test_cold_start_produces_a_well_formed_result() -> None:
+    """One cold start of each handler in a fresh interpreter: only the result's shape is checked."""
+    outcome = await collect(plan=Plan.of(quick=True, samples=1), ack=False, resume=False, cold_start=True)
+    data = outcome.data
+
+    assert well_formed(data) == []
+    cold = data["cold_start"]
+    assert [c["samples"] for c in cold["comparisons"]] == [1] * len(cold["comparisons"])
+    # warm-up, the sample and the -X importtime run each handed their work to a self-invocation
+    assert cold["self_invocations"] == {"ours": 3, "baseline": 3}
+    assert cold["boto3_clients"]["ours"] == ["lambda"]  # the handoff's, and no DynamoDB client
+    assert cold["dynamodb_client_created"] is False
+    assert "cold-start ratio" in outcome.text

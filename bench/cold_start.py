@@ -1,0 +1,626 @@
+"""A Lambda cold start answering one slash command: ours against the bare Bolt app of Bolt's guide.
+
+Each sample is a fresh Python interpreter (a subprocess) that imports a handler and hands
+it one signed ``/graph run deploy billing 1.2.3``, as a Lambda Function URL event (the
+body base64-encoded, as the Function URL delivers Slack's form posts):
+
+* ours: ``bot.lambda_handler:handler`` (``template.yaml``'s handler);
+* bare: ``bench.bare_bolt_lambda:handler``, the app of Bolt's own AWS Lambda guide
+  (``App(process_before_response=True)``, a ``/graph`` listener that acks and has a lazy
+  listener, ``SlackRequestHandler(app).handle(event, context)``).
+
+Both hand the work past the ack to another invocation of their function through boto3's
+Lambda client: ``AWS_ENDPOINT_URL_LAMBDA`` points at a ``LocalLambda``
+(``tests/support/lambda_.py``) that records each ``Invoke`` instead of running it, and
+every sample must have made exactly one. Both get the same environment: signing secret,
+bot token, ``SLACK_API_URL`` at a local Slack (``bot.localslack.LocalSlack``), the
+function's name, fake credentials and region, and no AWS profile or metadata service.
+
+Per sample, three times: the wall time from spawning the process to the handler's
+return (what Slack waits for on a cold start, less the Lambda runtime's own start, which
+both share), and inside the process the handler module's import and the first event's
+handling. Samples alternate (ours, bare; then bare, ours; ...) so machine noise hits
+both alike. After the handler returns, the child lists which heavy packages are loaded,
+which boto3 clients exist and which botocore service models were read. One more run of
+each under ``python -X importtime`` gives the import breakdown (not timed).
+
+Our split between import and handling differs from the guide app's: our module imports
+almost nothing and builds everything on the first event, the guide builds its ``App``
+(and calls ``auth.test``) at import. Only the wall time compares like with like.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+from urllib.parse import urlencode
+
+from bench.stats import percentile
+
+REPO: Final = Path(__file__).resolve().parents[1]
+OURS_HANDLER: Final = "bot.lambda_handler:handler"
+BARE_HANDLER: Final = "bench.bare_bolt_lambda:handler"
+FUNCTION: Final = "approval-bot"
+REGION: Final = "eu-west-1"
+ACCOUNT: Final = "123456789012"
+COMMAND_TEXT: Final = "run deploy billing 1.2.3"
+CHANNEL: Final = "C0BENCH"
+REQUESTER: Final = "U0ALICE"
+TARGET_RATIO: Final = 1.3
+SLACK_ACK_DEADLINE: Final = 3.0
+DEFAULT_SAMPLES: Final = 15
+HEAVY: Final = ("strands", "boto3", "botocore", "aiohttp", "pydantic", "pydantic_settings", "jsonschema", "slack_bolt")
+BASELINE: Final = "bare Bolt App of Bolt's Lambda guide (lazy listener), fresh interpreter each, interleaved"
+BARE_AUTH_ENV: Final = "BARE_BOLT_AUTH"
+"""Read by ``bench/bare_bolt_lambda.py`` (not imported here: importing it builds its app)."""
+NO_PYC_ENV: Final = "BENCH_NO_PYC"
+_MARKER: Final = "-- cold-start bench: importing the handler --"
+_CHILD_TIMEOUT: Final = 60.0
+
+BareAuth = Literal["guide", "authorize"]
+
+# The child: standard library only until the handler's import, like Lambda's own bootstrap
+# (which has json, logging and the root logger's handler in place before it imports the
+# handler). Its stdout and stderr are the handler's; the result goes to a file.
+_CHILD: Final = r"""
+import gc, importlib, json, logging, os, sys, time
+
+started = time.monotonic()
+event_path, spec, out_path, marker = sys.argv[1:5]
+with open(event_path) as f:
+    event = json.load(f)
+logging.getLogger().addHandler(logging.StreamHandler(sys.stderr))
+
+if os.environ.get("BENCH_NO_PYC"):
+    # As on Lambda after ``sam build``: no bytecode cache outside the runtime's standard
+    # library (wheels are unpacked, sources copied without __pycache__, /var/task is
+    # read-only), so every other module is compiled from source at each cold start.
+    import importlib.machinery as machinery
+
+    stdlib = os.path.dirname(os.__file__) + os.sep
+
+    class FromSource(machinery.SourceFileLoader):
+        def get_code(self, fullname):
+            return self.source_to_code(self.get_data(self.path), self.path)
+
+    cached = next(h for h in sys.path_hooks if "FileFinder" in getattr(h, "__qualname__", ""))
+    uncached = machinery.FileFinder.path_hook(
+        (machinery.ExtensionFileLoader, machinery.EXTENSION_SUFFIXES),
+        (FromSource, machinery.SOURCE_SUFFIXES),
+        (machinery.SourcelessFileLoader, machinery.BYTECODE_SUFFIXES),
+    )
+
+    def hook(path):
+        where = os.path.abspath(path or ".") + os.sep
+        return cached(path) if where.startswith(stdlib) and "site-packages" not in where else uncached(path)
+
+    sys.path_hooks[sys.path_hooks.index(cached)] = hook
+    sys.path_importer_cache.clear()
+
+
+class Context:
+    def __init__(self):
+        name = os.environ["AWS_LAMBDA_FUNCTION_NAME"]
+        region = os.environ["AWS_REGION"]
+        self.function_name = name
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = "arn:aws:lambda:%s:%s:function:%s" % (region, os.environ["BENCH_ACCOUNT"], name)
+        self.memory_limit_in_mb = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024")
+        self.aws_request_id = os.urandom(16).hex()
+        self.log_group_name = "/aws/lambda/" + name
+        self.log_stream_name = ""
+        self.identity = None
+        self.client_context = None
+        self._deadline = time.monotonic() + 900
+
+    def get_remaining_time_in_millis(self):
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+context = Context()
+module_name, _, attr = spec.partition(":")
+sys.stderr.write(marker + "\n")
+sys.stderr.flush()
+import_started = time.monotonic()
+handler = getattr(importlib.import_module(module_name), attr)
+imported = time.monotonic()
+result = handler(event, context)
+returned = time.monotonic()
+
+clients, models = [], []
+gc.unfreeze()  # the handler freezes what its cold start made; get_objects() skips frozen objects
+if "botocore.client" in sys.modules:
+    base_client = sys.modules["botocore.client"].BaseClient
+    loader_type = sys.modules["botocore.loaders"].Loader
+    for obj in gc.get_objects():
+        if isinstance(obj, base_client):
+            clients.append(obj.meta.service_model.service_name)
+        elif isinstance(obj, loader_type):
+            models += [key[1] for key in obj._cache if key and key[0] == "load_service_model"]
+with open(out_path, "w") as f:
+    json.dump(
+        {
+            "started": started,
+            "import_started": import_started,
+            "imported": imported,
+            "returned": returned,
+            "status": result.get("statusCode") if isinstance(result, dict) else None,
+            "body": result.get("body") if isinstance(result, dict) else None,
+            "loaded": {name: name in sys.modules for name in os.environ["BENCH_HEAVY"].split(",")},
+            "modules": len(sys.modules),
+            "clients": sorted(clients),
+            "service_models": sorted(set(models)),
+        },
+        f,
+    )
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sample:
+    """One cold start, in seconds."""
+
+    wall: float
+    """Spawning the interpreter to the handler's return."""
+    startup: float
+    """Spawning the interpreter to its first line (Python's own start, shared by both)."""
+    imports: float
+    handle: float
+    loaded: dict[str, bool]
+    modules: int
+    clients: list[str]
+    service_models: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """One measurement: ours against the bare app, medians and 90th percentiles (nearest rank)."""
+
+    name: str
+    ours: tuple[float, ...]
+    bare: tuple[float, ...]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ours) / statistics.median(self.bare)
+
+    @property
+    def p90_ratio(self) -> float:
+        return percentile(self.ours, 0.9) / percentile(self.bare, 0.9)
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return {
+            "name": self.name,
+            "samples": len(self.ours),
+            "ours_median_ms": round(statistics.median(self.ours) * 1000, 3),
+            "ours_p90_ms": round(percentile(self.ours, 0.9) * 1000, 3),
+            "baseline_median_ms": round(statistics.median(self.bare) * 1000, 3),
+            "baseline_p90_ms": round(percentile(self.bare, 0.9) * 1000, 3),
+            "ratio": round(self.ratio, 3),
+            "p90_ratio": round(self.p90_ratio, 3),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportEntry:
+    module: str
+    depth: int
+    self_seconds: float
+    cumulative_seconds: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportProfile:
+    """``python -X importtime`` of one cold start, from the handler's import to its return."""
+
+    entries: tuple[ImportEntry, ...]
+
+    @property
+    def total(self) -> float:
+        return sum(e.self_seconds for e in self.entries)
+
+    def top(self, n: int = 15) -> list[ImportEntry]:
+        """The ``n`` imports with the largest cumulative time (a package and what it imported)."""
+        return sorted(self.entries, key=lambda e: e.cumulative_seconds, reverse=True)[:n]
+
+    def by_package(self, n: int = 12) -> list[tuple[str, float]]:
+        """Import time summed over each top-level package's own modules (``self`` times)."""
+        totals: dict[str, float] = {}
+        for e in self.entries:
+            package = e.module.split(".", 1)[0]
+            totals[package] = totals.get(package, 0.0) + e.self_seconds
+        return sorted(totals.items(), key=lambda item: item[1], reverse=True)[:n]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total_ms": round(self.total * 1000, 1),
+            "modules": len(self.entries),
+            "top_cumulative": [
+                {"module": e.module, "depth": e.depth, "cumulative_ms": round(e.cumulative_seconds * 1000, 1)}
+                for e in self.top()
+            ],
+            "by_package_ms": {name: round(seconds * 1000, 1) for name, seconds in self.by_package()},
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColdStartReport:
+    ours: list[Sample]
+    bare: list[Sample]
+    store: str
+    bare_auth: BareAuth
+    bytecode: bool
+    """Whether modules came from their ``.pyc`` (False: compiled from source, as on Lambda after ``sam build``)."""
+    invocations: dict[str, int]
+    """Self-invocations recorded by the local Lambda, per side: exactly one per cold start run
+    (warm-up, samples and the ``-X importtime`` run), or the bench fails."""
+    auth_tests: dict[str, int]
+    """``auth.test`` calls the local Slack received, per side."""
+    profiles: dict[str, ImportProfile]
+
+    @property
+    def rows(self) -> list[Row]:
+        def row(name: str, field: str) -> Row:
+            return Row(
+                name=name,
+                ours=tuple(getattr(s, field) for s in self.ours),
+                bare=tuple(getattr(s, field) for s in self.bare),
+            )
+
+        return [
+            row("cold start: spawn -> ack returned", "wall"),
+            row("  interpreter start", "startup"),
+            row("  import handler module", "imports"),
+            row("  first event (handle)", "handle"),
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        rows = self.rows
+        ours_last, bare_last = self.ours[-1], self.bare[-1]
+        return {
+            "baseline": BASELINE,
+            "command": f"/graph {COMMAND_TEXT}",
+            "event": "Lambda Function URL (payload 2.0, body base64)",
+            "store": self.store,
+            "bare_auth": self.bare_auth,
+            "bytecode": "cached .pyc" if self.bytecode else "none outside the stdlib (compiled at each cold start)",
+            "comparisons": [r.as_dict() for r in rows],
+            "ratio": round(rows[0].ratio, 3),
+            "target_ratio": TARGET_RATIO,
+            "worst_ours_ms": round(max(s.wall for s in self.ours) * 1000, 3),
+            "slack_deadline_ms": SLACK_ACK_DEADLINE * 1000,
+            "self_invocations": self.invocations,
+            "auth_test_calls": self.auth_tests,
+            "loaded": {"ours": ours_last.loaded, "baseline": bare_last.loaded},
+            "modules_loaded": {"ours": ours_last.modules, "baseline": bare_last.modules},
+            "boto3_clients": {"ours": ours_last.clients, "baseline": bare_last.clients},
+            "botocore_service_models": {"ours": ours_last.service_models, "baseline": bare_last.service_models},
+            "dynamodb_client_created": "dynamodb" in ours_last.clients,
+            "import_profile": {side: p.as_dict() for side, p in self.profiles.items()},
+        }
+
+
+class _Recorder:
+    """A ``Transport`` for ``LocalSlackUser`` that keeps the form body instead of sending it."""
+
+    def __init__(self) -> None:
+        self.body = b""
+
+    async def deliver(self, *, kind: str, payload: Mapping[str, Any]) -> Any:
+        from bot.localslack import BotResponse
+
+        self.body = urlencode(dict(payload)).encode()
+        return BotResponse(status=0, body=None, text="", headers={})
+
+    async def aclose(self) -> None:
+        return None
+
+
+def parse_importtime(stderr: str, *, after: str = _MARKER) -> ImportProfile:
+    """The ``-X importtime`` lines printed after the ``after`` line (imports before it are the runtime's)."""
+    lines = stderr.splitlines()
+    if after in lines:
+        lines = lines[lines.index(after) + 1 :]
+    entries: list[ImportEntry] = []
+    for line in lines:
+        if not line.startswith("import time:") or "imported package" in line:
+            continue
+        try:
+            own, cumulative, name = line.removeprefix("import time:").split("|", 2)
+            self_us, cumulative_us = int(own), int(cumulative)
+        except ValueError:
+            continue
+        depth = (len(name) - len(name.lstrip(" ")) - 1) // 2
+        entries.append(
+            ImportEntry(
+                module=name.strip(), depth=depth, self_seconds=self_us / 1e6, cumulative_seconds=cumulative_us / 1e6
+            )
+        )
+    return ImportProfile(entries=tuple(entries))
+
+
+@contextmanager
+def _dynamodb_env(dynamodb: bool) -> Iterator[dict[str, str]]:
+    """Nothing (our SQLite store, never opened by an ack), or a moto table for ``DYNAMODB_TABLE``."""
+    if not dynamodb:
+        yield {}
+        return
+    from bench.resume_cost import moto_dynamodb
+
+    with moto_dynamodb() as table:
+        yield {"DYNAMODB_TABLE": table, "AWS_ENDPOINT_URL_DYNAMODB": os.environ["AWS_ENDPOINT_URL_DYNAMODB"]}
+
+
+def child_env(*, slack_api_url: str, bot_token: str, signing_secret: str, extra: Mapping[str, str]) -> dict[str, str]:
+    """What both handlers run with: a clean environment (nothing of this process's), as Lambda's."""
+    env = {name: os.environ[name] for name in ("PATH", "LANG", "LC_ALL", "TMPDIR") if name in os.environ}
+    env |= {
+        "PYTHONPATH": str(REPO),
+        "HOME": tempfile.gettempdir(),
+        "SLACK_BOT_TOKEN": bot_token,
+        "SLACK_SIGNING_SECRET": signing_secret,
+        "SLACK_API_URL": slack_api_url,
+        "AWS_LAMBDA_FUNCTION_NAME": FUNCTION,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "BENCH_ACCOUNT": ACCOUNT,
+        "BENCH_HEAVY": ",".join(HEAVY),
+    }
+    return env | dict(extra)
+
+
+async def _spawn(
+    *, handler: str, event: dict[str, Any], env: Mapping[str, str], workdir: Path, importtime: bool = False
+) -> tuple[Sample, str]:
+    """One cold start of ``handler`` answering ``event``; the sample and the child's stderr."""
+    event_path, out_path = workdir / "event.json", workdir / "result.json"
+    event_path.write_text(json.dumps(event))
+    out_path.unlink(missing_ok=True)
+    flags = ["-X", "importtime"] if importtime else []
+    args = [*flags, "-c", _CHILD, str(event_path), handler, str(out_path), _MARKER]
+    spawned = time.monotonic()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *args,
+        env=dict(env),
+        cwd=str(REPO),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        _, err = await asyncio.wait_for(process.communicate(), _CHILD_TIMEOUT)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise RuntimeError(f"{handler}: the cold start did not finish within {_CHILD_TIMEOUT} s") from None
+    stderr = err.decode(errors="replace")
+    if process.returncode != 0 or not out_path.exists():
+        raise RuntimeError(f"{handler}: the child failed (exit {process.returncode}):\n{stderr[-3000:]}")
+    result = json.loads(out_path.read_text())
+    if result["status"] != 200 or result["body"]:
+        raise RuntimeError(f"{handler}: answered {result['status']} {result['body']!r}, not an empty 200 ack")
+    sample = Sample(
+        wall=result["returned"] - spawned,
+        startup=result["started"] - spawned,
+        imports=result["imported"] - result["import_started"],
+        handle=result["returned"] - result["imported"],
+        loaded=result["loaded"],
+        modules=result["modules"],
+        clients=result["clients"],
+        service_models=result["service_models"],
+    )
+    return sample, stderr
+
+
+async def measure_cold_start(
+    *,
+    samples: int = DEFAULT_SAMPLES,
+    warmup: int = 1,
+    dynamodb: bool = False,
+    bare_auth: BareAuth = "guide",
+    bytecode: bool = True,
+) -> ColdStartReport:
+    """``samples`` cold starts of each handler, interleaved, plus one ``-X importtime`` run of each.
+
+    ``bytecode=False`` compiles every module outside the standard library from source, as
+    a Lambda package built by ``sam build`` does at each cold start (it ships no ``.pyc``).
+    """
+    if samples < 1:
+        raise ValueError("need at least one sample")
+    from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
+    from tests.support.lambda_ import SLACK_CLIENT_HEADERS, LocalLambda, function_url_event, signed
+
+    slack = LocalSlack()
+    await slack.start()
+    recorder = _Recorder()
+    user = LocalSlackUser(slack=slack, transport=recorder)
+
+    async def event() -> dict[str, Any]:
+        await user.slash_command(text=COMMAND_TEXT, user_id=REQUESTER, channel_id=CHANNEL)
+        body = recorder.body
+        headers = {**SLACK_CLIENT_HEADERS, **signed(body, LOCAL_SIGNING_SECRET)}
+        return function_url_event(body, headers, region=REGION)
+
+    try:
+        with (
+            LocalLambda(function_names=[FUNCTION]) as local_lambda,
+            _dynamodb_env(dynamodb) as store_env,
+            tempfile.TemporaryDirectory(prefix="bench-cold-") as tmp,
+        ):
+            workdir = Path(tmp)
+            env = child_env(
+                slack_api_url=slack.api_url,
+                bot_token=slack.bot_token,
+                signing_secret=LOCAL_SIGNING_SECRET,
+                extra={
+                    **local_lambda.env(),
+                    **store_env,
+                    "SQLITE_PATH": str(workdir / "runs.sqlite3"),
+                    **({} if bytecode else {NO_PYC_ENV: "1"}),
+                },
+            )
+            sides = {
+                "ours": (OURS_HANDLER, env),
+                "baseline": (BARE_HANDLER, env | {BARE_AUTH_ENV: bare_auth}),
+            }
+            measured: dict[str, list[Sample]] = {"ours": [], "baseline": []}
+            invocations = {"ours": 0, "baseline": 0}
+            auth_tests = {"ours": 0, "baseline": 0}
+
+            async def one(side: str, *, importtime: bool = False) -> tuple[Sample, str]:
+                handler, side_env = sides[side]
+                calls_before = len(slack.calls)
+                sample, stderr = await _spawn(
+                    handler=handler, event=await event(), env=side_env, workdir=workdir, importtime=importtime
+                )
+                invoked = local_lambda.take()
+                if len(invoked) != 1 or not all(i.accepted for i in invoked):
+                    raise RuntimeError(f"{handler}: expected one self-invocation per cold start, got {invoked}")
+                _check_payload(side, invoked[0].event())
+                invocations[side] += 1
+                auth_tests[side] += sum(1 for method, _ in slack.calls[calls_before:] if method == "auth.test")
+                return sample, stderr
+
+            for index in range(warmup + samples):
+                order = ("ours", "baseline") if index % 2 == 0 else ("baseline", "ours")
+                for side in order:
+                    sample, _ = await one(side)
+                    if index >= warmup:
+                        measured[side].append(sample)
+            profiles = {side: parse_importtime((await one(side, importtime=True))[1]) for side in sides}
+    finally:
+        await user.aclose()
+        await slack.stop()
+    return ColdStartReport(
+        ours=measured["ours"],
+        bare=measured["baseline"],
+        store="DynamoDB (moto)" if dynamodb else "SQLite (DYNAMODB_TABLE unset)",
+        bare_auth=bare_auth,
+        bytecode=bytecode,
+        invocations=invocations,
+        auth_tests=auth_tests,
+        profiles=profiles,
+    )
+
+
+def _check_payload(side: str, payload: Any) -> None:
+    """The self-invocation carries what each app hands itself: our sealed work, Bolt's lazy-only request."""
+    if side == "ours":
+        ok = isinstance(payload, dict) and payload.get("approval_bot", {}).get("work", {}).get("kind") is not None
+    else:
+        ok = isinstance(payload, dict) and payload.get("headers", {}).get("x-slack-bolt-lazy-only") == "1"
+    if not ok:
+        raise RuntimeError(f"{side}: the self-invocation is not the work handed off: {str(payload)[:300]}")
+
+
+def text(report: ColdStartReport) -> str:
+    """The table a person reads, then what was loaded and what the imports cost."""
+    data = report.as_dict()
+    columns = ("n", "ours med", "ours p90", "base med", "base p90", "ratio", "p90 r")
+    widths = (3, 9, 9, 9, 9, 6, 6)
+    header = f"{'measurement':<34} " + " ".join(f"{c:>{w}}" for c, w in zip(columns, widths, strict=True))
+    lines = [
+        f"baseline: {BASELINE}",
+        f"ours: {OURS_HANDLER}, store {report.store}; bare auth: {report.bare_auth}; bytecode: {data['bytecode']}",
+    ]
+    lines += [header, "-" * len(header)]
+    for row in report.rows:
+        d = row.as_dict()
+        cells = [f"{d['samples']:>3}"]
+        cells += [f"{d[k]:>9.2f}" for k in ("ours_median_ms", "ours_p90_ms", "baseline_median_ms", "baseline_p90_ms")]
+        cells += [f"{row.ratio:>6.2f}", f"{row.p90_ratio:>6.2f}"]
+        lines.append(f"{row.name:<34} " + " ".join(cells))
+    lines.append(
+        f"cold-start ratio {report.rows[0].ratio:.2f} (target <= {TARGET_RATIO}); slowest of ours "
+        f"{data['worst_ours_ms']:.0f} ms (Slack's limit: {SLACK_ACK_DEADLINE * 1000:.0f} ms)"
+    )
+    lines.append(f"self-invocations recorded: {data['self_invocations']}; auth.test calls: {data['auth_test_calls']}")
+    for side in ("ours", "baseline"):
+        loaded = data["loaded"][side]
+        present = ", ".join(name for name in HEAVY if loaded[name]) or "none"
+        absent = ", ".join(name for name in HEAVY if not loaded[name]) or "none"
+        lines.append(
+            f"{side} after the ack: {data['modules_loaded'][side]} modules; loaded: {present}; not loaded: {absent}; "
+            f"boto3 clients: {data['boto3_clients'][side] or 'none'}; "
+            f"service models read: {data['botocore_service_models'][side] or 'none'}"
+        )
+    lines.append(f"DynamoDB client created by our ack: {'yes' if data['dynamodb_client_created'] else 'no'}")
+    for side, profile in report.profiles.items():
+        packages = ", ".join(f"{name} {seconds * 1000:.0f}" for name, seconds in profile.by_package())
+        lines.append(f"\nimports of {side} (python -X importtime, ms): {profile.total * 1000:.0f} in total")
+        lines.append(f"  by package (own time): {packages}")
+        lines.append("  largest cumulative:")
+        lines += [f"    {e.cumulative_seconds * 1000:7.1f}  {'  ' * e.depth}{e.module}" for e in profile.top(12)]
+    return "\n".join(lines)
+
+
+def well_formed(data: Mapping[str, Any]) -> list[str]:
+    """Problems with the numbers' shape (never their size): what the smoke test checks."""
+    problems: list[str] = []
+    for c in data.get("comparisons", []):
+        for key in ("ratio", "p90_ratio", "ours_median_ms", "baseline_median_ms", "ours_p90_ms", "baseline_p90_ms"):
+            value = c.get(key)
+            if not (isinstance(value, float | int) and value == value and 0 < value < float("inf")):
+                problems.append(f"{c.get('name')}: {key} = {value!r}")
+    if not data.get("comparisons"):
+        problems.append("no comparisons")
+    for side in ("ours", "baseline"):
+        if set(data.get("loaded", {}).get(side, {})) != set(HEAVY):
+            problems.append(f"{side}: loaded packages not reported")
+        if not data.get("import_profile", {}).get(side, {}).get("top_cumulative"):
+            problems.append(f"{side}: no import profile")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+    import logging
+
+    parser = argparse.ArgumentParser(prog="python -m bench.cold_start", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="cold starts of each (default 15)")
+    parser.add_argument("--dynamodb", action="store_true", help="ours with DYNAMODB_TABLE at moto (default: unset)")
+    parser.add_argument(
+        "--bare-auth",
+        choices=("guide", "authorize"),
+        default="guide",
+        help="the bare app as the guide builds it (auth.test at import) or with a fixed-token authorize",
+    )
+    parser.add_argument(
+        "--no-pyc", action="store_true", help="compile from source at each start, as a sam-built Lambda package does"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON too")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    started = time.perf_counter()
+    report = asyncio.run(
+        measure_cold_start(
+            samples=args.samples, dynamodb=args.dynamodb, bare_auth=args.bare_auth, bytecode=not args.no_pyc
+        )
+    )
+    print(text(report))
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+    print(f"\n({time.perf_counter() - started:.1f} s; ratio = ours / baseline at the median, lower is better)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
