@@ -28,6 +28,8 @@ async def say(respond: AsyncRespond, text: str) -> None:
     """An ephemeral note to the person who clicked; the card itself is left as it is."""
     try:
         await respond(text=text, response_type="ephemeral", replace_original=False)
+    except ValueError:  # Bolt's answer when the request had no response_url (a click in a modal)
+        logger.debug("no response_url to send an ephemeral note to")
     except Exception as error:  # the note is a courtesy: its failure must not become a 5xx
         logger.warning("could not send an ephemeral note: %s", type(error).__name__)
 
