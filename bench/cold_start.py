@@ -11,7 +11,7 @@ body base64-encoded, as the Function URL delivers Slack's form posts):
 
 Both hand the work past the ack to another invocation of their function through boto3's
 Lambda client: ``AWS_ENDPOINT_URL_LAMBDA`` points at a ``LocalLambda``
-(``tests/support/lambda_.py``) that records each ``Invoke`` instead of running it, and
+(``tests/support/lambda_/``) that records each ``Invoke`` instead of running it, and
 every sample must have made exactly one. Both get the same environment: signing secret,
 bot token, ``SLACK_API_URL`` at a local Slack (``bot.localslack.LocalSlack``), the
 function's name, fake credentials and region, and no AWS profile or metadata service.

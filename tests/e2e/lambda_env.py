@@ -1,6 +1,6 @@
 """What the Lambda end-to-end tests share: one deployment of the bot as a Lambda function, locally.
 
-``LambdaDeployment`` bundles what AWS and Slack would provide (``tests/support/lambda_.py``):
+``LambdaDeployment`` bundles what AWS and Slack would provide (``tests/support/lambda_/``):
 containers that run ``bot.lambda_handler.handler`` in fresh processes, DynamoDB on moto's
 server, the local Slack over HTTP, and ``LocalLambda`` recording the bot's self-invocations
 so that a test decides when, where and how often each one runs. Each test module makes one

@@ -1,7 +1,7 @@
 """The bot deployed as an AWS Lambda function, end to end, through ``handler()`` in fresh container processes.
 
 Every request reaches the function the way Slack's would (signed, wrapped in a Function URL
-or API Gateway event), each in a container process of its own (``tests/support/lambda_.py``);
+or API Gateway event), each in a container process of its own (``tests/support/lambda_/``);
 runs are stored in DynamoDB on moto's server and Slack is the local Slack over HTTP. The
 work the function hands itself past the ack (an ``Event`` self-invocation) is recorded by
 ``LocalLambda`` and replayed by the test, in other containers, as often as Lambda may

@@ -1,4 +1,4 @@
-"""Tests of the Lambda test infrastructure (``tests/support/lambda_.py``) through real parts.
+"""Tests of the Lambda test infrastructure (``tests/support/lambda_/``) through real parts.
 
 boto3's real Lambda client talks HTTP to ``LocalLambda``; events go to real subprocess
 containers; Slack's signature is checked with slack_sdk's verifier and the events are read
