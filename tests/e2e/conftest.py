@@ -18,7 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import pytest
@@ -26,6 +26,11 @@ import pytest
 from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser, SocketModeTransport
 from persistence.base import RunStore
 from persistence.records import Run
+
+if TYPE_CHECKING:
+    from tests.e2e.lambda_env import LambdaDeployment, PoolFactory, UserFactory
+    from tests.support.aws import CountingMotoServer
+    from tests.support.lambda_ import LocalLambda
 
 REPO = Path(__file__).resolve().parents[2]
 CHANNEL = "C0E2E"
@@ -292,3 +297,30 @@ def run_of(store: RunStore, slack: LocalSlack, channel: str = CHANNEL) -> Run:
     run = store.load(match.group(1))
     assert run is not None
     return run
+
+
+@pytest.fixture
+def deployment(
+    local_lambda: LocalLambda,
+    lambda_pool: PoolFactory,
+    local_slack: LocalSlack,
+    slack_user: UserFactory,
+    moto_server: CountingMotoServer,
+    aws_env: dict[str, str],
+    dynamodb_table: str,
+    tmp_path: Path,
+) -> Iterator[LambdaDeployment]:
+    """The bot deployed as a Lambda function, locally (``tests/e2e/lambda_env.py``)."""
+    from tests.e2e.lambda_env import LambdaDeployment
+
+    moto_server.reset_counts()
+    yield LambdaDeployment(
+        local_lambda=local_lambda,
+        slack=local_slack,
+        moto=moto_server,
+        table=dynamodb_table,
+        markers=tmp_path / "markers.txt",
+        aws_env=aws_env,
+        make_pool=lambda_pool,
+        make_user=slack_user,
+    )

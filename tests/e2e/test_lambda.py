@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.aws_lambda.invoke import envelope_key, seal
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack
+from bot.localslack import LOCAL_SIGNING_SECRET
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
 from bot.work import StartRun, from_wire
 from persistence.records import AskStatus, RunStatus, Verdict
@@ -29,42 +27,15 @@ from tests.e2e.lambda_env import (
     LIVE,
     SLACK_ACK_LIMIT,
     LambdaDeployment,
-    PoolFactory,
-    UserFactory,
     assert_small_envelope,
     forged_copy,
 )
-from tests.support.aws import CountingMotoServer
-from tests.support.lambda_ import FUNCTION_NAME, EventFormat, LocalLambda, replay, scheduled_event
+from tests.support.lambda_ import FUNCTION_NAME, EventFormat, replay, scheduled_event
 
 SLOW_SLACK = 0.3
 README_CYCLE_REQUESTS = 6
 """README "What one approval costs": create, save the pause, record the card, decide+claim, save the end, record
 the final message."""
-
-
-@pytest.fixture
-def deployment(
-    local_lambda: LocalLambda,
-    lambda_pool: PoolFactory,
-    local_slack: LocalSlack,
-    slack_user: UserFactory,
-    moto_server: CountingMotoServer,
-    aws_env: dict[str, str],
-    dynamodb_table: str,
-    tmp_path: Path,
-) -> Iterator[LambdaDeployment]:
-    moto_server.reset_counts()
-    yield LambdaDeployment(
-        local_lambda=local_lambda,
-        slack=local_slack,
-        moto=moto_server,
-        table=dynamodb_table,
-        markers=tmp_path / "markers.txt",
-        aws_env=aws_env,
-        make_pool=lambda_pool,
-        make_user=slack_user,
-    )
 
 
 def no_tracebacks(log: str) -> None:

@@ -13,13 +13,12 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
 import pytest
 
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack
+from bot.localslack import LOCAL_SIGNING_SECRET
 from persistence.records import AskStatus, RunStatus
 from tests.e2e.conftest import CHANNEL, all_text, eventually, finished_message, live_buttons
 from tests.e2e.lambda_env import (
@@ -27,8 +26,6 @@ from tests.e2e.lambda_env import (
     LIVE,
     SLACK_ACK_LIMIT,
     LambdaDeployment,
-    PoolFactory,
-    UserFactory,
     assert_small_envelope,
 )
 from tests.support.aws import REGION, CountingMotoServer
@@ -36,37 +33,12 @@ from tests.support.lambda_ import (
     ACCOUNT,
     LambdaContainerDied,
     LambdaHandlerError,
-    LocalLambda,
     replay,
     scheduled_event,
 )
 
 FAST = {"LEASE_SECONDS": "5", "DELIVERY_GRACE_SECONDS": "1"}
 SLACK_SECRETS = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET")
-
-
-@pytest.fixture
-def deployment(
-    local_lambda: LocalLambda,
-    lambda_pool: PoolFactory,
-    local_slack: LocalSlack,
-    slack_user: UserFactory,
-    moto_server: CountingMotoServer,
-    aws_env: dict[str, str],
-    dynamodb_table: str,
-    tmp_path: Path,
-) -> Iterator[LambdaDeployment]:
-    moto_server.reset_counts()
-    yield LambdaDeployment(
-        local_lambda=local_lambda,
-        slack=local_slack,
-        moto=moto_server,
-        table=dynamodb_table,
-        markers=tmp_path / "markers.txt",
-        aws_env=aws_env,
-        make_pool=lambda_pool,
-        make_user=slack_user,
-    )
 
 
 # -- 8. a container killed mid-work ----------------------------------------------------------------
