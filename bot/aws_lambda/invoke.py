@@ -136,7 +136,7 @@ def _lambda_client() -> LambdaClient:
     from botocore.config import Config
     from botocore.session import get_session
 
-    # Short timeouts: this runs inside Slack's 3 s. Standard retries (with the throttling
-    # error codes botocore knows) take a second try when Lambda is briefly busy.
-    config = Config(connect_timeout=0.3, read_timeout=0.6, retries={"mode": "standard", "total_max_attempts": 2})
+    # One short try: this runs inside Slack's 3 s, and botocore's backoff before a second try
+    # (up to a second after a throttle) would not fit. The person is told, and clicks again.
+    config = Config(connect_timeout=0.3, read_timeout=0.6, retries={"mode": "standard", "total_max_attempts": 1})
     return cast("LambdaClient", get_session().create_client("lambda", config=config))
