@@ -31,13 +31,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import pytest
 
 from tests.support.aws import CountingMotoServer, _env
+from tests.support.threaded_http import ThreadedHttpServer
 
 Action = Literal["fail", "delay", "lose_response"]
 Service = Literal["dynamodb", "s3"]
@@ -111,13 +112,15 @@ class _Rule:
         return self.when is None or bool(self.when(request.json_body()))
 
 
-class FaultProxy:
+class FaultProxy(ThreadedHttpServer):
     """A threaded HTTP proxy to moto's server whose faults can be switched at runtime, thread-safely.
 
     Start with ``start()`` (or use the ``fault_proxy`` fixture); ``url`` is what clients use
     as their endpoint. A request gets at most one delay and at most one of fail /
     lose_response: the first live matching rule of each kind, in the order they were added.
     """
+
+    thread_name = "fault-proxy"
 
     def __init__(self, upstream_url: str) -> None:
         parts = urlsplit(upstream_url)
@@ -126,42 +129,14 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._rules: list[_Rule] = []
         self._events: list[FaultEvent] = []
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
         self.hook_errors: list[Exception] = []
         """Exceptions raised by ``lose_response(then=...)`` hooks (they run in the proxy's threads)."""
 
     # -- life cycle --------------------------------------------------------------------------
 
-    def start(self) -> FaultProxy:
-        """Listen on 127.0.0.1 on a free port, serving from a daemon thread."""
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fault-proxy", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
-
-    def __enter__(self) -> FaultProxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the fault proxy is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     def env(self, *, dynamodb: bool = True, s3: bool = True) -> dict[str, str]:
         """Variables for a bot subprocess: like ``aws_env``, with DynamoDB and/or S3 going through the proxy."""

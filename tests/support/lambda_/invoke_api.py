@@ -22,13 +22,14 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Final, Literal, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Final, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from tests.support.aws import REGION
 from tests.support.lambda_.identity import ACCOUNT, _now, _trace_id
 from tests.support.lambda_.invoke_errors import _error_body, _modeled_errors, _Rule
+from tests.support.threaded_http import ThreadedHttpServer
 
 ASYNC_PAYLOAD_LIMIT: Final = 1_048_576
 """Lambda's quota for an ``Event`` invocation's payload (1 MB); ``RequestResponse`` allows 6 MB."""
@@ -98,7 +99,7 @@ def _signed_region(headers: Mapping[str, str]) -> str:
 _INVOKE_PATH: Final = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 
 
-class LocalLambda:
+class LocalLambda(ThreadedHttpServer):
     """A local AWS Lambda ``Invoke`` endpoint that records invocations instead of running them.
 
     Start with ``start()`` or ``with LocalLambda() as lam:`` (or the ``local_lambda`` fixture)
@@ -108,6 +109,8 @@ class LocalLambda:
     ``respond`` makes a ``RequestResponse`` invocation's answer (default ``null``). Thread-safe:
     requests arrive on the server's threads while the test reads from its own.
     """
+
+    thread_name = "local-lambda"
 
     def __init__(
         self,
@@ -121,42 +124,12 @@ class LocalLambda:
         self._calls: list[Invocation] = []
         self._pending: list[Invocation] = []
         self._rules: list[_Rule] = []
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- life cycle --------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Listen on 127.0.0.1 on a free port, serving from a daemon thread."""
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="local-lambda", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("LocalLambda is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     def env(self) -> dict[str, str]:
         """Variables that send a process's boto3 Lambda client here."""
