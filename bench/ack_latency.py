@@ -4,7 +4,7 @@ Both apps are served in this process over real HTTP on 127.0.0.1 and receive the
 signed bodies, alternately (A/B, then B/A), so machine noise hits both alike:
 
 * ours: ``bot.server.build_web_app`` (the edge and ``bot.app.build_app``), with the SQLite store
-  and the local fake Slack (``bot.localslack``) as its Web API, the tiny ``bench-ask``
+  and the local fake Slack (``localslack``) as its Web API, the tiny ``bench-ask``
   graph, and its real post-ack work (start a run, decide and resume);
 * bare: a Bolt ``AsyncApp`` with the same signing secret, a ``/graph`` command listener
   and an ``ask:*`` action listener that only ack, served by Bolt's own aiohttp adapter
@@ -43,10 +43,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bench.graphs import SMALL
 from bench.stats import Comparison, compare
-from bot.localslack import LOCAL_SIGNING_SECRET, BotResponse, HttpTransport, LocalSlack, LocalSlackUser
 from bot.server import build_web_app
 from bot.services import Services, build_services
 from bot.settings import Settings
+from localslack import LOCAL_SIGNING_SECRET, BotResponse, HttpTransport, LocalSlack, LocalSlackUser
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ Both hand the work past the ack to another invocation of their function through 
 Lambda client: ``AWS_ENDPOINT_URL_LAMBDA`` points at a ``LocalLambda``
 (``tests/support/lambda_/``) that records each ``Invoke`` instead of running it, and
 every sample must have made exactly one. Both get the same environment: signing secret,
-bot token, ``SLACK_API_URL`` at a local Slack (``bot.localslack.LocalSlack``), the
+bot token, ``SLACK_API_URL`` at a local Slack (``localslack.LocalSlack``), the
 function's name, fake credentials and region, and no AWS profile or metadata service.
 
 Per sample, three times: the wall time from spawning the process to the handler's
@@ -317,7 +317,7 @@ class _Recorder:
         self.body = b""
 
     async def deliver(self, *, kind: str, payload: Mapping[str, Any]) -> Any:
-        from bot.localslack import BotResponse
+        from localslack import BotResponse
 
         self.body = urlencode(dict(payload)).encode()
         return BotResponse(status=0, body=None, text="", headers={})
@@ -445,7 +445,7 @@ async def measure_cold_start(
     """
     if samples < 1:
         raise ValueError("need at least one sample")
-    from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
+    from localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
     from tests.support.lambda_ import SLACK_CLIENT_HEADERS, LocalLambda, function_url_event, signed
 
     slack = LocalSlack()

@@ -33,9 +33,9 @@ from bench.graphs import CHATTY, SMALL
 from bench.stats import Comparison, compare
 from bot.services import GraphCatalog
 from engine import RunEngine
+from engine.records import Ask, Decision, MessageRef, Run, RunStatus, Verdict
+from engine.store import RunStore
 from persistence import snapshots
-from persistence.base import RunStore
-from persistence.records import Ask, Decision, MessageRef, Run, RunStatus, Verdict
 
 if TYPE_CHECKING:
     from strands.types.interrupt import InterruptResponseContent

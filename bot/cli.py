@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         # The demo's terminal is for the conversation; library chatter only when asked for.
         set_level(os.environ.get("LOG_LEVEL", "WARNING"))
-        from bot.demo.session import run_demo
+        from demo.session import run_demo
 
         return int(asyncio.run(run_demo(scripted=args.script or not sys.stdin.isatty())))
     if args.command == "create-table":

@@ -21,7 +21,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bot.render import cards, messages
 from bot.render.cards import Rendered
 from engine.ports import FINAL, PublishError
-from persistence.records import LIVE, Ask, MessageRef, Run, RunStatus
+from engine.records import LIVE, Ask, MessageRef, Run, RunStatus
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from bot.settings import Settings
     from engine import RunEngine
-    from persistence.base import RunStore
+    from engine.store import RunStore
 
 
 class GraphCatalog:

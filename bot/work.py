@@ -25,8 +25,8 @@ from bot.listeners.outcomes import loser_text
 from bot.render import messages
 from bot.services import Services
 from engine import PublishError, UnknownGraph
-from persistence.base import RunExists
-from persistence.records import Decision, MessageRef
+from engine.records import Decision, MessageRef
+from engine.store import RunExists
 
 logger = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from dataclasses import replace
 
 from engine.crash import crash_point
 from engine.ports import FINAL, Publisher
+from engine.records import Ask, MessageRef, Run, RunStatus
+from engine.store import Delivery, RunStore, StoreError
 from engine.threads import in_thread
-from persistence.base import Delivery, RunStore, StoreError
-from persistence.records import Ask, MessageRef, Run, RunStatus
 from persistence.rules import apply_delivery
 
 logger = logging.getLogger(__name__)

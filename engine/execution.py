@@ -14,10 +14,10 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from engine.prepare import STALE_ANSWERS, agents_under, edited_input, prepare
+from engine.records import ToolCall, Verdict
 from engine.snapshot import dump_state, restore_state
 from engine.sources import gated_tool_use_id, verdicts_for
 from engine.threads import in_thread
-from persistence.records import ToolCall, Verdict
 
 if TYPE_CHECKING:
     from strands.multiagent.base import NodeResult

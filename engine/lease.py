@@ -14,8 +14,8 @@ import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from engine.store import RunStore
 from engine.threads import in_lease_thread
-from persistence.base import RunStore
 
 logger = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from engine.execution import Step, StepStatus, run_pass
 from engine.ids import default_owner, new_run_id
 from engine.lease import heartbeat, new_token
 from engine.ports import FINAL, DecideResult, GraphSource, Publisher, PublishError, UnknownGraph
+from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
-from engine.threads import in_thread
-from persistence.base import (
+from engine.store import (
     AskNotFound,
     AskNotPending,
     Lease,
@@ -44,7 +44,7 @@ from persistence.base import (
     VerdictNotOffered,
     VersionConflict,
 )
-from persistence.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
+from engine.threads import in_thread
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """What the engine needs from the outside world, as protocols.
 
 The engine never imports Slack or boto3: it talks to storage through
-``persistence.base.RunStore``, to people through a ``Publisher`` and to graph code
+``engine.store.RunStore``, to people through a ``Publisher`` and to graph code
 through a ``GraphSource``. The bot supplies Slack-backed implementations, the tests
 supply recording fakes, and the offline demo supplies the real Slack publisher
 pointed at the local stand-in for Slack.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from persistence.records import Ask, MessageRef, Run
+from engine.records import Ask, MessageRef, Run
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph

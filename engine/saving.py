@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from engine.lease import Beat
+from engine.records import AskStatus, Closed, Run, RunStatus
 from engine.settle import merge_concurrent_decisions
+from engine.store import RunStore, StoreError, StoreUnavailable, VersionConflict
 from engine.threads import in_thread
-from persistence.base import RunStore, StoreError, StoreUnavailable, VersionConflict
-from persistence.records import AskStatus, Closed, Run, RunStatus
 
 logger = logging.getLogger(__name__)
 

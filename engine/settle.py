@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.execution import Step, StepStatus
+from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Run, RunStatus, Verdict, ask_digest
 from engine.sources import gated_tool_use_id
-from persistence.records import MAX_TRAIL, Ask, AskStatus, Closed, Run, RunStatus, Verdict, ask_digest
 
 # The run record must stay far below DynamoDB's 400 KB item limit whatever the graph says.
 # Slack shows about 10,000 characters of a message anyway; the full state is in the snapshot.

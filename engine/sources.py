@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from persistence.records import Ask, Decision, Verdict
+from engine.records import Ask, Decision, Verdict
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph

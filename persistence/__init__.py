@@ -7,7 +7,16 @@ imported only when a table is configured.
 
 from __future__ import annotations
 
-from persistence.base import (
+from engine.records import (
+    Ask,
+    AskStatus,
+    Decision,
+    MessageRef,
+    Run,
+    RunStatus,
+    Verdict,
+)
+from engine.store import (
     AskNotFound,
     AskNotPending,
     RunExists,
@@ -16,15 +25,6 @@ from persistence.base import (
     StoreError,
     VerdictNotOffered,
     VersionConflict,
-)
-from persistence.records import (
-    Ask,
-    AskStatus,
-    Decision,
-    MessageRef,
-    Run,
-    RunStatus,
-    Verdict,
 )
 from persistence.sqlite import SqliteRunStore
 

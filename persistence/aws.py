@@ -19,7 +19,7 @@ import botocore.exceptions
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from persistence.base import StoreBroken, StoreError, StoreUnavailable
+from engine.store import StoreBroken, StoreError, StoreUnavailable
 
 P = ParamSpec("P")
 T = TypeVar("T")

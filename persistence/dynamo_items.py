@@ -21,8 +21,8 @@ from typing import Any, cast
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
-from persistence.base import Delivery
-from persistence.records import Decision, Run
+from engine.records import Decision, Run
+from engine.store import Delivery
 
 RUN_SK = "run"
 SWEEP_PK = "sweep"

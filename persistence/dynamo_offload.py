@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from engine.store import StoreBroken, StoreUnavailable
 from persistence import dynamo_items as items
-from persistence.base import StoreBroken, StoreUnavailable
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -42,9 +42,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
-from persistence import aws, snapshots
-from persistence import dynamo_items as items
-from persistence.base import (
+from engine.records import DEFAULT_VERDICTS, AskStatus, Decision, MessageRef, Run, RunStatus
+from engine.store import (
     AskNotFound,
     AskNotPending,
     Delivery,
@@ -56,8 +55,9 @@ from persistence.base import (
     VerdictNotOffered,
     VersionConflict,
 )
+from persistence import aws, snapshots
+from persistence import dynamo_items as items
 from persistence.dynamo_offload import Offloader, SnapshotMoved
-from persistence.records import DEFAULT_VERDICTS, AskStatus, Decision, MessageRef, Run, RunStatus
 from persistence.rules import apply_delivery, known_to
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from persistence.base import Delivery
-from persistence.records import Run, RunStatus
+from engine.records import Run, RunStatus
+from engine.store import Delivery
 
 
 def claimable_with_decision(run: Run, *, now: float) -> bool:

@@ -13,7 +13,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from persistence.base import StoreBroken
+from engine.store import StoreBroken
 
 RAW = b"\x00"  # stored as is: what zlib cannot shrink (already compressed or random data)
 ZLIB = b"\x01"

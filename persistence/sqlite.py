@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
-from persistence import snapshots
-from persistence.base import (
+from engine.records import AskStatus, Decision, MessageRef, Run, RunStatus
+from engine.store import (
     AskNotFound,
     AskNotPending,
     Delivery,
@@ -38,7 +38,7 @@ from persistence.base import (
     VerdictNotOffered,
     VersionConflict,
 )
-from persistence.records import AskStatus, Decision, MessageRef, Run, RunStatus
+from persistence import snapshots
 from persistence.rules import apply_delivery, claimable_with_decision
 
 P = ParamSpec("P")

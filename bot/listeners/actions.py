@@ -20,7 +20,7 @@ from bot.render.cards import parse_action_value, verdict_from_action_id
 from bot.render.modals import clicked_card, reply_modal
 from bot.services import Services
 from bot.work import Decide
-from persistence.records import Decision, Verdict
+from engine.records import Decision, Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -46,9 +46,9 @@ from bot.render.modals import (
 from bot.services import Services
 from bot.work import PickUp
 from engine import DecideResult
+from engine.records import Ask, AskStatus, Decision, Run, ToolCall, Verdict
+from engine.store import StoreError
 from engine.threads import in_thread
-from persistence.base import StoreError
-from persistence.records import Ask, AskStatus, Decision, Run, ToolCall, Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from bot.listeners.forms import say
 from bot.render.modals import ModalTarget
 from bot.services import Services
 from engine import DecideResult
-from persistence.records import AskStatus, Closed, Decision, Verdict
+from engine.records import AskStatus, Closed, Decision, Verdict
 
 ACK_BUDGET = 2.4  # seconds of store work inside an ack; Slack drops answers after 3 s
 

@@ -26,7 +26,7 @@ from bot.render.modals import (
 )
 from bot.services import Services
 from bot.work import PickUp
-from persistence.records import Decision, Verdict
+from engine.records import Decision, Verdict
 
 CALLBACK = re.compile(r"^ask:(reply|reject)\Z")
 

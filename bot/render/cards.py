@@ -49,7 +49,7 @@ from bot.render.mrkdwn import (
 from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
-from persistence.records import Ask, Closed, Run, RunStatus, Verdict
+from engine.records import Ask, Closed, Run, RunStatus, Verdict
 
 DEFAULT_VERDICTS: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 VERDICT_LABELS: dict[Verdict, str] = {

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from slack_sdk.models.blocks import Block, MarkdownTextObject, SectionBlock
 
 from bot.render.mrkdwn import code_block, short, to_json
-from persistence.records import ToolCall
+from engine.records import ToolCall
 
 TOOL_LIMIT = 1500  # the tool section of a card; the card's other parts have their own budgets
 DIFF_LIMIT = 1500

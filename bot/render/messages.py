@@ -28,7 +28,7 @@ from bot.render.mrkdwn import (
     quote,
     short,
 )
-from persistence.records import Run
+from engine.records import Run
 
 DEFAULT_COMMAND = "/graph"
 MAX_OUTPUT_BLOCKS = 45

@@ -26,7 +26,7 @@ from slack_sdk.models.views import View
 from bot.render.cards import load_ids_json, validate_id
 from bot.render.edits import json_schema_of
 from bot.render.mrkdwn import cut, short
-from persistence.records import MessageRef, ToolCall, Verdict
+from engine.records import MessageRef, ToolCall, Verdict
 
 REPLY_CALLBACK_ID = "ask:reply"
 REJECT_CALLBACK_ID = "ask:reject"

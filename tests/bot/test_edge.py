@@ -29,13 +29,13 @@ from pydantic import SecretStr
 from bot.app import build_edge
 from bot.edge import MAX_BODY_BYTES, EdgeReply, SlackEdge
 from bot.handoff import InProcessHandoff
-from bot.localslack import LOCAL_BOT_TOKEN, LocalSlack
 from bot.render.cards import encode_action_value
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID, ModalTarget, encode_modal_metadata
 from bot.services import Services, build_services
 from bot.settings import Settings
 from bot.work import StartRun, Work, run_id_for
-from persistence.records import Ask, AskStatus, Run, RunStatus, ToolCall, Verdict
+from engine.records import Ask, AskStatus, Run, RunStatus, ToolCall, Verdict
+from localslack import LOCAL_BOT_TOKEN, LocalSlack
 
 SECRET = "edge-test-secret"
 CHANNEL = "C0EDGE"

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.localslack import LOCAL_BOT_TOKEN, LocalSlack
 from bot.publisher import EVENT_TYPE, SlackPublisher
 from bot.slack_client import web_client
 from engine.ports import FINAL
-from persistence.records import Ask, AskStatus, Run, RunStatus
+from engine.records import Ask, AskStatus, Run, RunStatus
+from localslack import LOCAL_BOT_TOKEN, LocalSlack
 
 CHANNEL = "C0PUBLISH"
 

@@ -18,8 +18,8 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.localslack import LOCAL_BOT_TOKEN, LocalSlack, contains
 from bot.slack_client import RATE_LIMIT_RETRIES, SERVER_ERROR_RETRIES, web_client
+from localslack import LOCAL_BOT_TOKEN, LocalSlack, contains
 
 CHANNEL = "C0RETRY"
 HANDLER_TYPES = [AsyncConnectionErrorRetryHandler, AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler]

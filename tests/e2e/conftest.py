@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser, SocketModeTransport
-from persistence.base import RunStore
-from persistence.records import Run
+from engine.records import Run
+from engine.store import RunStore
+from localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser, SocketModeTransport
 
 if TYPE_CHECKING:
     from tests.e2e.lambda_env import LambdaDeployment, PoolFactory, UserFactory

@@ -18,10 +18,10 @@ from typing import Any, Final, Literal
 
 import boto3
 
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
-from bot.localslack.transport import BotResponse
+from engine.records import Run
+from localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
+from localslack.transport import BotResponse
 from persistence.dynamodb import DynamoRunStore
-from persistence.records import Run
 from tests.e2e.conftest import CHANNEL, cards
 from tests.support.aws import REGION, CountingMotoServer
 from tests.support.lambda_ import (

@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bot.localslack import LocalSlack, LocalSlackUser
-from persistence.records import RunStatus
+from engine.records import RunStatus
+from localslack import LocalSlack, LocalSlackUser
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,

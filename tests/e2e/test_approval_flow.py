@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.localslack import LocalSlack
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
-from persistence.records import AskStatus, RunStatus
+from engine.records import AskStatus, RunStatus
+from localslack import LocalSlack
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from bot.localslack import LocalSlack
+from engine.records import RunStatus
+from localslack import LocalSlack
 from persistence.dynamodb import DynamoRunStore
-from persistence.records import RunStatus
 from tests.e2e.conftest import CHANNEL, Backend, StartBot, _dynamodb, cards, eventually, finished_message, run_of
 from tests.support.aws import CountingMotoServer
 from tests.support.source_graphs import BLOB_BYTES_VARIABLE

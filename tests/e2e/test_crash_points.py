@@ -23,8 +23,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.localslack import LocalSlack
-from persistence.records import AskStatus, Run, RunStatus
+from engine.records import AskStatus, Run, RunStatus
+from localslack import LocalSlack
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,

@@ -22,10 +22,10 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
 from bot.work import run_id_for
-from persistence.records import AskStatus, Run, RunStatus
+from engine.records import AskStatus, Run, RunStatus
+from localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
 from tests.e2e.conftest import CHANNEL, Backend, BotProcess, StartBot, UserFor, cards, eventually, run_of
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.localslack import LocalSlack, LocalSlackUser
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
-from persistence.records import AskStatus, RunStatus, Verdict
+from engine.records import AskStatus, RunStatus, Verdict
+from localslack import LocalSlack, LocalSlackUser
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.listeners.edits import STORE_TOO_SLOW
-from bot.localslack import LocalSlack, LocalSlackUser
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
-from persistence.records import AskStatus, RunStatus, Verdict
+from engine.records import AskStatus, RunStatus, Verdict
+from localslack import LocalSlack, LocalSlackUser
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,

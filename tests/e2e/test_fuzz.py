@@ -54,12 +54,12 @@ from hypothesis import strategies as st
 
 from bot.edge import MAX_BODY_BYTES
 from bot.listeners.commands import UsageError, decode_entities, parse_command
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack
 from bot.render.cards import encode_action_value
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID, ModalTarget, encode_modal_metadata
-from persistence.base import RunStore
+from engine.records import Ask, AskStatus, MessageRef, Run, RunStatus, ToolCall, Verdict
+from engine.store import RunStore
+from localslack import LOCAL_SIGNING_SECRET, LocalSlack
 from persistence.dynamodb import DynamoRunStore
-from persistence.records import Ask, AskStatus, MessageRef, Run, RunStatus, ToolCall, Verdict
 from tests.e2e.conftest import CHANNEL, Backend, BotProcess, StartBot, UserFor, cards, eventually, run_of
 from tests.support.aws import REGION
 from tests.support.lambda_ import LambdaError, LambdaPool, LocalLambda, bot_response, function_url_event

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from bot.aws_lambda.invoke import envelope_key, seal
-from bot.localslack import LOCAL_SIGNING_SECRET
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
 from bot.work import StartRun, from_wire
-from persistence.records import AskStatus, RunStatus, Verdict
+from engine.records import AskStatus, RunStatus, Verdict
+from localslack import LOCAL_SIGNING_SECRET
 from tests.e2e.conftest import CHANNEL, all_text, cards, finished_message, live_buttons
 from tests.e2e.lambda_env import (
     LIVE,

@@ -18,8 +18,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from bot.localslack import LOCAL_SIGNING_SECRET
-from persistence.records import AskStatus, RunStatus
+from engine.records import AskStatus, RunStatus
+from localslack import LOCAL_SIGNING_SECRET
 from tests.e2e.conftest import CHANNEL, all_text, eventually, finished_message, live_buttons
 from tests.e2e.lambda_env import (
     BOT_APP_ID,

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack
+from localslack import LOCAL_SIGNING_SECRET, LocalSlack
 from tests.e2e.conftest import CHANNEL, Backend, StartBot, cards
 
 COMMAND_FORM = {

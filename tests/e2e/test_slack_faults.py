@@ -28,9 +28,9 @@ from typing import Any
 
 import pytest
 
-from bot.localslack import Fault, LocalSlack, contains
 from bot.slack_client import RATE_LIMIT_RETRIES, SERVER_ERROR_BACKOFF, SERVER_ERROR_RETRIES
-from persistence.records import AskStatus, Run, RunStatus
+from engine.records import AskStatus, Run, RunStatus
+from localslack import Fault, LocalSlack, contains
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,

@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.localslack import LocalSlack
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
-from persistence.records import RunStatus
+from engine.records import RunStatus
+from localslack import LocalSlack
 from tests.e2e.conftest import (
     CHANNEL,
     REPO,

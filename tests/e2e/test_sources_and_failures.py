@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.localslack import LocalSlack
-from persistence.records import RunStatus
+from engine.records import RunStatus
+from localslack import LocalSlack
 from tests.e2e.conftest import CHANNEL, Backend, StartBot, all_text, cards, finished_message, live_buttons, run_of
 
 

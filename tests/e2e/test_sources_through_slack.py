@@ -4,9 +4,9 @@ each. (HumanInTheLoop Trust and Edit have their own e2e tests.)"""
 
 from __future__ import annotations
 
-from bot.localslack import LocalSlack
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
-from persistence.records import RunStatus
+from engine.records import RunStatus
+from localslack import LocalSlack
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.localslack import LocalSlack
-from persistence.records import AskStatus, RunStatus
+from engine.records import AskStatus, RunStatus
+from localslack import LocalSlack
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,

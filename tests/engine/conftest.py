@@ -12,8 +12,8 @@ from strands.multiagent.graph import Graph
 
 import tests.support.graphs as test_graphs
 from engine import RunEngine
+from engine.records import Ask, MessageRef, Run
 from graph_defs.registry import build_graph, list_graphs, load_graph_modules
-from persistence.records import Ask, MessageRef, Run
 from persistence.sqlite import SqliteRunStore
 
 

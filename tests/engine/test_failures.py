@@ -15,8 +15,8 @@ import pytest
 
 import tests.support.graphs as test_graphs
 from engine import PublishError, RunEngine
-from persistence.base import StoreBroken, StoreUnavailable
-from persistence.records import Decision, Run, RunStatus, Verdict
+from engine.records import Decision, Run, RunStatus, Verdict
+from engine.store import StoreBroken, StoreUnavailable
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher, RegistrySource
 

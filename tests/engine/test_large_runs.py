@@ -23,10 +23,10 @@ import pytest
 import tests.support.graphs as test_graphs
 import tests.support.source_graphs as source_graphs
 from engine import RunEngine
+from engine.records import Decision, Run, RunStatus, Verdict
+from engine.store import RunStore
 from graph_defs import load_graph_modules
-from persistence.base import RunStore
 from persistence.dynamodb import DynamoRunStore
-from persistence.records import Decision, Run, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher, RegistrySource
 from tests.support.aws import REGION

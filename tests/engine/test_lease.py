@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from engine.lease import heartbeat
+from engine.records import RunStatus
 from engine.threads import in_thread
-from persistence.records import RunStatus
 from persistence.sqlite import SqliteRunStore
 from tests.persistence.conftest import make_run
 

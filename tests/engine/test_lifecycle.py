@@ -12,7 +12,7 @@ import pytest
 
 import tests.support.graphs as test_graphs
 from engine import UnknownGraph
-from persistence.records import AskStatus, Decision, RunStatus, Verdict
+from engine.records import AskStatus, Decision, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher
 

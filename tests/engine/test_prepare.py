@@ -14,9 +14,9 @@ from strands.multiagent.graph import Graph, GraphBuilder
 from strands.vended_interventions.hitl import HumanInTheLoop
 from strands.vended_interventions.hitl.classifier import ClassifierResult
 
+from engine.records import Decision, RunStatus, Verdict
 from graph_defs import graph_def
 from graph_defs.scripted import ScriptedModel, call, latest_tool_result_text, say
-from persistence.records import Decision, RunStatus, Verdict
 
 transfers: list[dict[str, Any]] = []
 CLASSIFIER_SAYS_RISKY = [True]

@@ -16,9 +16,9 @@ from strands import Agent, tool
 from strands.hooks import AfterToolCallEvent, HookProvider, HookRegistry
 from strands.multiagent.graph import Graph, GraphBuilder
 
+from engine.records import AskStatus, Decision, Run, RunStatus, Verdict
 from graph_defs import graph_def, incident, review_after
 from graph_defs.scripted import ScriptedModel, call, latest_tool_result_text, say
-from persistence.records import AskStatus, Decision, Run, RunStatus, Verdict
 from tests.engine.conftest import RecordingPublisher
 
 TASK = "billing errors since the deploy, last 60 minutes"

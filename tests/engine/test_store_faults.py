@@ -30,9 +30,9 @@ from botocore.config import Config
 
 import tests.support.graphs as test_graphs
 from engine import RunEngine
-from persistence.base import RunStore
+from engine.records import AskStatus, Closed, Decision, Run, RunStatus, Verdict
+from engine.store import RunStore
 from persistence.dynamodb import DynamoRunStore
-from persistence.records import AskStatus, Closed, Decision, Run, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher, RegistrySource
 from tests.support.aws import REGION

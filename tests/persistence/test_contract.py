@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 
+from engine.records import ToolCall
 from persistence import (
     AskNotFound,
     AskNotPending,
@@ -25,7 +26,6 @@ from persistence import (
     VersionConflict,
     snapshots,
 )
-from persistence.records import ToolCall
 from tests.persistence.conftest import Backend, decision, item_size, make_run
 from tests.support.aws import CountingMotoServer
 

@@ -10,9 +10,9 @@ import botocore.exceptions
 import pytest
 from botocore.exceptions import ClientError
 
+from engine.store import StoreBroken, StoreError, StoreUnavailable
 from persistence import sqlite as sqlite_store
 from persistence.aws import store_error
-from persistence.base import StoreBroken, StoreError, StoreUnavailable
 from tests.persistence.conftest import make_run
 
 

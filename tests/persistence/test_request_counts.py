@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from engine.records import MessageRef
+from engine.store import Delivery, Lease
 from persistence import RunStatus
-from persistence.base import Delivery, Lease
 from persistence.dynamodb import DynamoRunStore
-from persistence.records import MessageRef
 from tests.persistence.conftest import decision, make_run
 from tests.support.aws import CountingMotoServer
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from bot.localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser, Transport
+from localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser, Transport
 
 SlackUserFactory = Callable[..., LocalSlackUser]
 

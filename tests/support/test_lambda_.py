@@ -28,7 +28,7 @@ from botocore.exceptions import ClientError
 from slack_bolt.adapter.aws_lambda.handler import to_bolt_request
 from slack_sdk.signature import SignatureVerifier
 
-from bot.localslack import LOCAL_SIGNING_SECRET
+from localslack import LOCAL_SIGNING_SECRET
 from tests.support.aws import REGION
 from tests.support.lambda_ import (
     FORM,

@@ -10,7 +10,7 @@ import pytest
 
 from bot.aws_lambda.invoke import MAX_AGE_SECONDS, Forged, envelope_key, seal, unseal
 from bot.work import Decide, PickUp, StartRun, SweepRun, Work, from_wire, to_wire
-from persistence.records import Decision, MessageRef, Verdict
+from engine.records import Decision, MessageRef, Verdict
 
 KEY = envelope_key("signing-secret")
 NOW = 1_800_000_000.0

@@ -9,7 +9,7 @@ import pytest
 
 from bot.listeners.edits import EditSubmission, check_edited_input, read_edit
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID, ModalTarget, encode_modal_metadata
-from persistence.records import Ask, AskStatus, Run, RunStatus, ToolCall, Verdict
+from engine.records import Ask, AskStatus, Run, RunStatus, ToolCall, Verdict
 
 SCHEMA = {
     "type": "object",

@@ -19,10 +19,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.listeners import forms
 from bot.listeners.forms import OPEN_BUDGET, open_view, say
-from bot.localslack import LOCAL_BOT_TOKEN, LocalSlack
 from bot.render.modals import reply_modal
 from bot.slack_client import web_client
-from persistence.records import Verdict
+from engine.records import Verdict
+from localslack import LOCAL_BOT_TOKEN, LocalSlack
 
 VIEW = reply_modal(run_id="run1", ask_key="a1", verdict=Verdict.REPLY, channel="C0FORM", message_ts="1.2")
 

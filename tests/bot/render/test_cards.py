@@ -16,7 +16,7 @@ from bot.render import (
     readable_name,
     verdict_from_action_id,
 )
-from persistence.records import Ask, AskStatus, Closed, Decision, Run, RunStatus, Verdict
+from engine.records import Ask, AskStatus, Closed, Decision, Run, RunStatus, Verdict
 from tests.bot.render import all_text, assert_within_limits
 
 

@@ -10,7 +10,7 @@ import pytest
 from bot.render import ask_card, decided_card
 from bot.render.edits import Change, input_changes, json_schema_of
 from bot.render.modals import EDIT_CALLBACK_ID, TEXT_ACTION_ID, TEXT_BLOCK_ID, edit_modal, parse_modal_metadata
-from persistence.records import Decision, ToolCall, Verdict
+from engine.records import Decision, ToolCall, Verdict
 from tests.bot.render import all_text, assert_harmless, assert_within_limits, texts
 from tests.bot.render.test_cards import make_ask, make_run
 

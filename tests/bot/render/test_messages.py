@@ -16,7 +16,7 @@ from bot.render import (
     usage_error,
 )
 from bot.render.messages import split_output
-from persistence.records import Run, RunStatus
+from engine.records import Run, RunStatus
 from tests.bot.render import all_text, assert_harmless, assert_within_limits
 
 

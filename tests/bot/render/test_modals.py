@@ -20,7 +20,7 @@ from bot.render import (
     reply_modal,
     verdict_for_callback_id,
 )
-from persistence.records import Verdict
+from engine.records import Verdict
 from tests.bot.render import assert_harmless, texts
 
 TARGET = {"run_id": "run_01HZX", "ask_key": "a2", "channel": "C0123ABC", "message_ts": "1712345678.123456"}

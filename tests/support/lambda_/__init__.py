@@ -18,7 +18,7 @@ Event builders (``events``, the front door's answers in ``responses``)
     Lambda scales; ``round_robin`` cycles a fixed set.
 
 ``LambdaTransport`` (``transport``)
-    The ``Transport`` of ``bot.localslack`` for this deployment: ``LocalSlackUser`` drives the
+    The ``Transport`` of ``localslack`` for this deployment: ``LocalSlackUser`` drives the
     Lambda function exactly as it drives the HTTP server. ``replay`` (``handoff``) runs what the
     function handed off through ``LocalLambda``.
 

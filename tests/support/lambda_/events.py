@@ -43,7 +43,7 @@ EventFormat = Literal["function_url", "rest_api", "http_api"]
 def signed(body: bytes, secret: str, *, timestamp: str | int | None = None) -> dict[str, str]:
     """The headers Slack sends with ``body``: its type, the timestamp and the ``v0=`` signature.
 
-    Same computation as ``bot.localslack.transport.HttpTransport`` (slack_sdk's own signer), so
+    Same computation as ``localslack.transport.HttpTransport`` (slack_sdk's own signer), so
     the bot's verification is exercised by the code Slack's signature format is defined by.
     """
     stamp = str(int(time.time()) if timestamp is None else timestamp)

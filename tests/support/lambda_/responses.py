@@ -10,7 +10,7 @@ import base64 as b64
 import json
 from typing import Any
 
-from bot.localslack.transport import BotResponse
+from localslack.transport import BotResponse
 from tests.support.lambda_.events import EventFormat, _media_type
 
 

@@ -1,6 +1,6 @@
 """Slack's side, through the function's front door: ``LambdaTransport``.
 
-The ``Transport`` of ``bot.localslack`` for this deployment: ``LocalSlackUser`` drives the
+The ``Transport`` of ``localslack`` for this deployment: ``LocalSlackUser`` drives the
 Lambda function exactly as it drives the HTTP server, its payloads encoded and signed as
 Slack does, wrapped in a Function URL (or API Gateway) event and handed to a container.
 """
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.localslack.transport import BotResponse, HttpTransport
-from bot.localslack.user import LOCAL_SIGNING_SECRET
+from localslack.transport import BotResponse, HttpTransport
+from localslack.user import LOCAL_SIGNING_SECRET
 from tests.support.lambda_.containers import LambdaContainer, LambdaError, LambdaTimeout
 from tests.support.lambda_.events import _BUILDERS, FORM, SLACK_CLIENT_HEADERS, SLACK_PATH, EventFormat, signed
 from tests.support.lambda_.identity import FUNCTION_NAME

@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.metadata import Metadata
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.localslack import LIMITS, LOCAL_BOT_TOKEN, LocalSlack
+from localslack import LIMITS, LOCAL_BOT_TOKEN, LocalSlack
 
 CHANNEL = "C0CONV"
 STAMP = {"event_type": "approval_card", "event_payload": {"run_id": "r-1", "attempt": 2, "final": False}}

@@ -21,12 +21,12 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.demo.terminal import buttons_of, plain, render_message
-from bot.localslack import LocalSlack, LocalSlackUser
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
 from bot.server import build_web_app
 from bot.services import build_services
 from bot.settings import Settings
+from demo.terminal import buttons_of, plain, render_message
+from localslack import LocalSlack, LocalSlackUser
 
 CHANNEL = "C0DEMO"
 USERS = {"U0ALICE": "alice", "U0BOB": "bob", "U0CAROL": "carol"}

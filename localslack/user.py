@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final, Self
 
-from bot.localslack.server import LocalSlack
-from bot.localslack.transport import BotResponse, HttpTransport, Transport
+from localslack.server import LocalSlack
+from localslack.transport import BotResponse, HttpTransport, Transport
 
 LOCAL_SIGNING_SECRET: Final = "local-signing-secret"
 LOCAL_VERIFICATION_TOKEN: Final = "local-verification-token"

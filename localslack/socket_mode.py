@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiohttp import WSMsgType, web
 
-from bot.localslack.state import ApiError
-from bot.localslack.transport import BotResponse, EnvelopeType
+from localslack.state import ApiError
+from localslack.transport import BotResponse, EnvelopeType
 
 if TYPE_CHECKING:
-    from bot.localslack.server import LocalSlack
+    from localslack.server import LocalSlack
 
 LOCAL_APP_TOKEN: Final = "xapp-local"
 ACK_TIMEOUT_SECONDS: Final = 3.0

@@ -4,7 +4,7 @@ A run and its asks live together in one record (one DynamoDB item, one SQLite ro
 purpose. A decision is then a single conditional write on ``asks.<key>.status`` that
 also bumps ``version``; a resume that claimed the run at version N can only release it
 at version N, so a decision made while it ran makes the release fail and the holder
-notices the new decision without an extra read. See ``persistence/base.py`` for the
+notices the new decision without an extra read. See ``engine/store.py`` for the
 operations and ``engine/lifecycle.py`` for the rules built on them.
 
 Records are plain dataclasses with ``to_dict``/``from_dict`` so that both backends share

@@ -14,7 +14,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.localslack import LOCAL_BOT_TOKEN, LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
+from localslack import LOCAL_BOT_TOKEN, LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser
 from tests.support.slack import SlackUserFactory
 
 CHANNEL = "C0TEST"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from bot.localslack.state import ApiError, SlackState, shown_in_channel
+from localslack.state import ApiError, SlackState, shown_in_channel
 
 # Slack's defaults: replies up to 1000 per page, history 100; neither gives more than 1000.
 REPLIES_LIMIT: Final = 1000

@@ -18,10 +18,10 @@ from typing import Any, Final, TypeVar
 
 from aiohttp import web
 
-from bot.localslack.faults import Fault, Faults, RequestPredicate, fault_response
-from bot.localslack.socket_mode import ACK_TIMEOUT_SECONDS, APP_LEVEL_METHODS, LOCAL_APP_TOKEN, SocketMode
-from bot.localslack.state import ApiError
-from bot.localslack.webapi import TRIGGER_TTL_SECONDS, WebApi, decode
+from localslack.faults import Fault, Faults, RequestPredicate, fault_response
+from localslack.socket_mode import ACK_TIMEOUT_SECONDS, APP_LEVEL_METHODS, LOCAL_APP_TOKEN, SocketMode
+from localslack.state import ApiError
+from localslack.webapi import TRIGGER_TTL_SECONDS, WebApi, decode
 
 LOCAL_BOT_TOKEN: Final = "xoxb-local"
 _log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from bot.localslack.limits import LIMITS
+from localslack.limits import LIMITS
 
 _EVENT_TYPE: Final = re.compile(r"[a-zA-Z0-9_]+")
 _KEYS: Final = frozenset({"event_type", "event_payload"})

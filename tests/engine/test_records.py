@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from persistence.records import (
+from engine.records import (
     DELIVERY_GRACE_SECONDS,
     LIVE,
     STATE_REFRESH_MARGIN_SECONDS,

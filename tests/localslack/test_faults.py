@@ -10,7 +10,7 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.localslack import LOCAL_BOT_TOKEN, LocalSlack, contains
+from localslack import LOCAL_BOT_TOKEN, LocalSlack, contains
 
 CHANNEL = "C0FAULT"
 AUTH = {"Authorization": f"Bearer {LOCAL_BOT_TOKEN}"}

@@ -14,7 +14,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.localslack import LOCAL_APP_TOKEN, LOCAL_BOT_TOKEN, LocalSlack, SocketModeTransport
+from localslack import LOCAL_APP_TOKEN, LOCAL_BOT_TOKEN, LocalSlack, SocketModeTransport
 from tests.support.slack import SlackUserFactory
 
 CHANNEL = "C0TEST"

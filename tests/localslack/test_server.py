@@ -13,7 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bot.localslack import LOCAL_BOT_TOKEN, LocalSlack
+from localslack import LOCAL_BOT_TOKEN, LocalSlack
 
 CHANNEL = "C0TEST"
 
@@ -380,7 +380,7 @@ async def test_unparseable_form_blocks(local_slack: LocalSlack, client: AsyncWeb
 
 
 def test_blocks_whose_texts_add_up_past_12k_are_refused_like_slack_does() -> None:
-    from bot.localslack.limits import check_message
+    from localslack.limits import check_message
 
     section = {"type": "section", "text": {"type": "mrkdwn", "text": "x" * 2999}}
     assert check_message({"blocks": [section] * 4}) is None  # 11,996 characters: accepted

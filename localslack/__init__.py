@@ -4,13 +4,13 @@ Used by the offline demo (``approval-bot demo``) and by the tests, so both run t
 HTTP and Socket Mode paths with no Slack workspace.
 """
 
-from bot.localslack.faults import Fault, RequestPredicate, contains
-from bot.localslack.limits import LIMITS
-from bot.localslack.server import LOCAL_BOT_TOKEN, LocalSlack
-from bot.localslack.socket_mode import LOCAL_APP_TOKEN, SocketModeTransport
-from bot.localslack.state import ApiError
-from bot.localslack.transport import BotResponse, HttpTransport, Transport
-from bot.localslack.user import LOCAL_SIGNING_SECRET, LocalSlackUser
+from localslack.faults import Fault, RequestPredicate, contains
+from localslack.limits import LIMITS
+from localslack.server import LOCAL_BOT_TOKEN, LocalSlack
+from localslack.socket_mode import LOCAL_APP_TOKEN, SocketModeTransport
+from localslack.state import ApiError
+from localslack.transport import BotResponse, HttpTransport, Transport
+from localslack.user import LOCAL_SIGNING_SECRET, LocalSlackUser
 
 __all__ = [
     "LIMITS",

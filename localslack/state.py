@@ -14,7 +14,7 @@ import secrets
 import time
 from typing import Any
 
-from bot.localslack.limits import check_message, check_view
+from localslack.limits import check_message, check_view
 
 
 class ApiError(Exception):

@@ -1,9 +1,10 @@
-"""The storage contract every backend meets, and the errors it raises.
+"""The store port: the storage contract every backend meets, and the errors it raises.
 
-Each method is one atomic, conditional operation. The engine (``engine/``) owns the
-rules (which status may follow which); a store only guarantees that a write happens
-exactly when the record still is what the caller last saw. Both backends pass the same
-contract suite (``tests/persistence/test_contract.py``).
+The engine owns this protocol and the rules (which status may follow which);
+``persistence/`` implements it twice (SQLite, DynamoDB). Each method is one atomic,
+conditional operation: a store only guarantees that a write happens exactly when the
+record still is what the caller last saw. Both backends pass the same contract suite
+(``tests/persistence/test_contract.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from persistence.records import Decision, MessageRef, Run, RunStatus, Verdict
+from engine.records import Decision, MessageRef, Run, RunStatus, Verdict
 
 
 @dataclass(frozen=True, kw_only=True)

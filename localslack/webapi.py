@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from bot.localslack.conversations import ConversationsApi
-from bot.localslack.limits import check_message, check_view
-from bot.localslack.metadata import check_metadata
-from bot.localslack.state import ApiError
+from localslack.conversations import ConversationsApi
+from localslack.limits import check_message, check_view
+from localslack.metadata import check_metadata
+from localslack.state import ApiError
 
 # Slack's rules: a trigger_id lives 3 s and is exchanged once; a response_url takes 5 posts in 30 min.
 TRIGGER_TTL_SECONDS: Final = 3.0
