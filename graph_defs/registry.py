@@ -40,7 +40,8 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 _PACKAGE = "graph_defs"
 # The package's own machinery: not graph modules, so load_graph_modules skips them.
-_INFRASTRUCTURE_MODULES = frozenset({"registry", "scripted", "models", "review"})
+_INFRASTRUCTURE_MODULES = frozenset({"registry", "scripted", "models", "review", "examples"})
+_EXAMPLES = f"{_PACKAGE}.examples"
 
 GraphFactory = Callable[[], "Graph"]
 F = TypeVar("F", bound=Callable[[], "Graph"])
@@ -139,12 +140,14 @@ def unregister(name: str) -> None:
 
 def _package_modules() -> list[str]:
     """Public graph modules shipped in the ``graph_defs`` package, in name order."""
-    package = importlib.import_module(_PACKAGE)
-    names = [
-        f"{_PACKAGE}.{info.name}"
-        for info in pkgutil.iter_modules(package.__path__)
-        if not info.name.startswith("_") and info.name not in _INFRASTRUCTURE_MODULES
-    ]
+    names: list[str] = []
+    for package_name in (_PACKAGE, _EXAMPLES):
+        package = importlib.import_module(package_name)
+        names.extend(
+            f"{package_name}.{info.name}"
+            for info in pkgutil.iter_modules(package.__path__)
+            if not info.name.startswith("_") and info.name not in _INFRASTRUCTURE_MODULES
+        )
     return sorted(names)
 
 

@@ -17,7 +17,8 @@ from strands.hooks import AfterToolCallEvent, HookProvider, HookRegistry
 from strands.multiagent.graph import Graph, GraphBuilder
 
 from engine.records import AskStatus, Decision, Run, RunStatus, Verdict
-from graph_defs import graph_def, incident, review_after
+from graph_defs import graph_def, review_after
+from graph_defs.examples import incident
 from graph_defs.scripted import ScriptedModel, call, latest_tool_result_text, say
 from tests.engine.conftest import RecordingPublisher
 

@@ -30,7 +30,8 @@ import tests.support.graphs as test_graphs
 import tests.support.source_graphs as source_graphs
 from engine import RunEngine
 from engine.records import Ask, AskStatus, Decision, Run, RunStatus, Verdict
-from graph_defs import batch_gate, build_graph, load_graph_modules, nested, node_gate, tool_gate
+from graph_defs import build_graph, load_graph_modules
+from graph_defs.examples import batch_gate, nested, node_gate, tool_gate
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher
 

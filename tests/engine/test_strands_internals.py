@@ -167,7 +167,7 @@ def test_the_patterns_catch_what_they_should() -> None:
     assert PRIVATE_MODULE.search("from strands.types._events import ToolStreamEvent")
     assert PRIVATE_MODULE.search("from strands.types import _events")
     assert not PRIVATE_MODULE.search("from strands.types.events import ToolResultEvent")
-    assert not PRIVATE_MODULE.search("from graph_defs._approval import read_answer")
+    assert not PRIVATE_MODULE.search("from graph_defs.examples._approval import read_answer")
 
 
 def test_unrecorded_spans_do_not_serialize_the_conversation(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,8 @@ from strands.multiagent.base import Status
 from strands.multiagent.graph import Graph, GraphResult
 from strands.types.interrupt import InterruptResponseContent
 
-from graph_defs import build_graph, cleanup, deploy, load_graph_modules, release_check
+from graph_defs import build_graph, load_graph_modules
+from graph_defs.examples import cleanup, deploy, release_check
 from graph_defs.scripted import ScriptedModel
 
 EXAMPLES = ["deploy", "release-check", "cleanup"]

@@ -135,13 +135,15 @@ def test_load_graph_modules_imports_package_modules_and_extra(temp_package: tupl
     loaded = load_graph_modules([f" {name}.graphs ", ""])
 
     assert loaded[-1] == f"{name}.graphs"
-    assert {"graph_defs.deploy", "graph_defs.release_check", "graph_defs.cleanup"} <= set(loaded)
+    assert {"graph_defs.examples.deploy", "graph_defs.examples.release_check", "graph_defs.examples.cleanup"} <= set(
+        loaded
+    )
     # Infrastructure and private modules are not graph modules.
     assert not {
         "graph_defs.registry",
         "graph_defs.scripted",
         "graph_defs.models",
-        "graph_defs._approval",
+        "graph_defs.examples._approval",
     } & set(loaded)
     assert get_graph("from-temp").module == f"{name}.graphs"
     assert {"deploy", "release-check", "cleanup", "from-temp"} <= {d.name for d in list_graphs()}

@@ -25,7 +25,8 @@ from strands.types.content import Messages
 from strands.types.tools import AgentTool, ToolContext, ToolGenerator, ToolResult, ToolSpec, ToolUse
 
 import graph_defs
-from graph_defs import build_graph, incident, load_graph_modules, review_after
+from graph_defs import build_graph, load_graph_modules, review_after
+from graph_defs.examples import incident
 from graph_defs.review import RESULT_PREVIEW_CHARS, REVIEW_STATE_PREFIX, ReplayedToolError
 from graph_defs.scripted import ScriptedModel, Step, call, latest_tool_result_text, say, turn
 
