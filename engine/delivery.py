@@ -19,8 +19,8 @@ from engine.crash import crash_point
 from engine.ports import FINAL, Publisher
 from engine.records import Ask, MessageRef, Run, RunStatus
 from engine.store import Delivery, RunStore, StoreError
+from engine.store_rules import apply_delivery
 from engine.threads import in_thread
-from persistence.rules import apply_delivery
 
 logger = logging.getLogger(__name__)
 

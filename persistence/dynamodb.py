@@ -55,10 +55,10 @@ from engine.store import (
     VerdictNotOffered,
     VersionConflict,
 )
+from engine.store_rules import apply_delivery, known_to
 from persistence import aws, snapshots
 from persistence import dynamo_items as items
 from persistence.dynamo_offload import Offloader, SnapshotMoved
-from persistence.rules import apply_delivery, known_to
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

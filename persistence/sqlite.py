@@ -38,8 +38,8 @@ from engine.store import (
     VerdictNotOffered,
     VersionConflict,
 )
+from engine.store_rules import apply_delivery, claimable_with_decision
 from persistence import snapshots
-from persistence.rules import apply_delivery, claimable_with_decision
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -1,9 +1,10 @@
-"""Rules both backends apply inside their atomic steps, written once.
+"""Rules every store backend applies inside its atomic steps, written once, by the engine.
 
 A backend implements a few primitives (a conditional write, a read inside a write
-lock); what those primitives decide lives here, so SQLite and DynamoDB cannot drift
-apart. DynamoDB states the same rules as condition and update expressions; the contract
-suite checks that both agree.
+lock); what those primitives decide lives here, beside the store port, so SQLite and
+DynamoDB cannot drift apart and the engine never imports a backend. DynamoDB states
+the same rules as condition and update expressions; the contract suite checks that
+both agree.
 """
 
 from __future__ import annotations
