@@ -14,7 +14,7 @@ signed bodies, alternately (A/B, then B/A), so machine noise hits both alike:
 The servers run on an event loop in their own thread and the client on another, so the
 client's clock is not stalled by the server loop's graph work; in production the client
 is Slack, elsewhere. After every request the bench waits until the server loop has no
-background work left (Bolt's lazy listeners: starting the run, resuming it), so one
+background work left (the work handed off after the ack: starting the run, resuming it), so one
 sample's graph work never lands in the next sample.
 
 Bolt's async listener runner polls for the ack every 10 ms, so both sides have a floor of
@@ -88,7 +88,7 @@ def _is_connection(task: asyncio.Task[Any]) -> bool:
 
 
 async def _settle(*, baseline: set[asyncio.Task[Any]]) -> None:
-    """Wait until every task started since ``baseline`` (lazy listeners, mostly) is done."""
+    """Wait until every task started since ``baseline`` (handed-off work, mostly) is done."""
     me = asyncio.current_task()
     deadline = time.monotonic() + _SETTLE_TIMEOUT
     while True:

@@ -382,6 +382,7 @@ def child_env(*, slack_api_url: str, bot_token: str, signing_secret: str, extra:
         "AWS_EC2_METADATA_DISABLED": "true",
         "BENCH_ACCOUNT": ACCOUNT,
         "BENCH_HEAVY": ",".join(HEAVY),
+        "EXAMPLE_GRAPHS": "true",  # the command names the example graph deploy
     }
     return env | dict(extra)
 

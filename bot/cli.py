@@ -1,59 +1,123 @@
-"""The ``approval-bot`` console script: serve, socket, create-table, sweep, demo."""
+"""The ``approval-bot`` console script: serve, socket, create-table, sweep, demo.
+
+A bad setting or argument ends the command with exactly one line on stderr (naming the
+setting, what is wrong and what to set) and exit status 2: argparse's errors through
+``_Parser.error``, everything found later through ``bot.cli_errors.explain``. Errors it
+does not recognise are bugs and keep their traceback.
+
+This module imports little at the top (argparse, the settings), so that a command with a
+bad setting fails in a fraction of a second, before Strands or boto3 are imported.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import math
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
 
-from pydantic import ValidationError
-
+from bot.cli_errors import explain
+from bot.cli_help import epilog
 from bot.logs import set_level
-from bot.settings import Settings
+from bot.slack_access import ConfigError
+
+if TYPE_CHECKING:
+    from bot.services import Services
+    from engine.records import Run
+
+MIN_SWEEP_SECONDS = 1.0
+"""Below this a sweeper spends its time querying the store (``0`` was a busy loop on one core)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _port(text: str) -> int:
+    """``--port``: refused at parse time, not as an OverflowError once the server binds."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (an integer from 1 to 65535)") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (an integer from 1 to 65535)")
+    return port
+
+
+def _sweep_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds < MIN_SWEEP_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text} is too short: sweep at most once a second (--sweep-seconds {MIN_SWEEP_SECONDS:g} or more)"
+        )
+    return seconds
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="approval-bot", description="Slack approvals for Strands graphs.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="HTTP server: Slack requests at POST /slack/events")
-    serve.add_argument("--port", type=int, default=None, help="default: $PORT or 3000")
+    parser = _Parser(prog="approval-bot", description="Slack approvals for Strands graphs.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,socket,create-table,sweep,demo}")
+
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=epilog(name),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    sweep_help = f"seconds between looks for stuck runs, {MIN_SWEEP_SECONDS:g} or more (default 60)"
+    serve = command("serve", "HTTP server: Slack requests at POST /slack/events")
+    serve.add_argument("--port", type=_port, default=None, help="default: $PORT or 3000")
     serve.add_argument("--host", default="0.0.0.0")
-    serve.add_argument("--sweep-seconds", type=float, default=60.0, help="how often to look for stuck runs")
-    socket = sub.add_parser("socket", help="the same app over Socket Mode (needs SLACK_APP_TOKEN)")
-    socket.add_argument("--sweep-seconds", type=float, default=60.0)
-    sub.add_parser("create-table", help="create the DynamoDB table (and SNAPSHOT_BUCKET) if missing")
-    sub.add_parser("sweep", help="resume stuck runs once and exit (for cron or a schedule)")
-    demo = sub.add_parser("demo", help="offline demo: no Slack workspace, no AWS account")
+    serve.add_argument("--sweep-seconds", type=_sweep_seconds, default=60.0, help=sweep_help)
+    socket = command("socket", "the same app over Socket Mode (needs SLACK_APP_TOKEN)")
+    socket.add_argument("--sweep-seconds", type=_sweep_seconds, default=60.0, help=sweep_help)
+    command("create-table", "create the DynamoDB table (and SNAPSHOT_BUCKET) if missing")
+    command("sweep", "resume stuck runs once and exit (for cron or a schedule)")
+    demo = command("demo", "offline demo: no Slack workspace, no AWS account")
     demo.add_argument("--script", action="store_true", help="run a scripted walk-through instead of a prompt")
     return parser
 
 
-def _settings() -> Settings:
-    try:
-        return Settings()  # type: ignore[call-arg]  # values come from the environment
-    except ValidationError as error:
-        missing = [str(e["loc"][0]) for e in error.errors() if e["type"] == "missing"]
-        if missing:
-            raise SystemExit(f"approval-bot: set {', '.join(missing)} (see README, Configuration)") from None
-        raise SystemExit(f"approval-bot: bad configuration:\n{error}") from None
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        explained = explain(error)
+        if explained is None:
+            raise
+        print(f"approval-bot {args.command}: {explained.line}", file=sys.stderr, flush=True)
+        return explained.status
+
+
+def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    set_level(os.environ.get("LOG_LEVEL", "INFO"))
+    # The demo's terminal is for the conversation; library chatter only when asked for.
+    set_level(os.environ.get("LOG_LEVEL"), default="WARNING" if args.command == "demo" else "INFO")
+    if args.command == "create-table":
+        return _create_table()
+    _cwd_on_path()
     if args.command == "demo":
-        # The demo's terminal is for the conversation; library chatter only when asked for.
-        set_level(os.environ.get("LOG_LEVEL", "WARNING"))
         from demo.session import run_demo
 
         return int(asyncio.run(run_demo(scripted=args.script or not sys.stdin.isatty())))
-    if args.command == "create-table":
-        return _create_table()
-    settings = _settings()
+    from bot.settings import load_settings
+
+    settings = load_settings()
     if args.command == "serve":
         from bot.server import serve
 
@@ -66,10 +130,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "sweep":
         from bot.services import build_services
 
-        runs = asyncio.run(build_services(settings).engine.sweep())
-        for run in runs:
+        for run in asyncio.run(_sweep(build_services(settings))):
             print(f"{run.run_id}: {run.status.value}")
     return 0
+
+
+async def _sweep(services: Services) -> list[Run]:
+    """One sweep; the store is asked first (region, credentials, table), before Strands is
+    imported, and the graph modules are imported before any run is resumed, so that a bad
+    ``GRAPH_MODULES`` fails the command once instead of each run it finds."""
+    await services.engine.due(limit=1)
+    await asyncio.to_thread(services.graphs.load)
+    return await services.engine.sweep()
+
+
+def _cwd_on_path() -> None:
+    """Let ``GRAPH_MODULES=refunds`` find ``refunds.py`` in the current directory.
+
+    ``python -m bot.cli`` has the current directory on ``sys.path``; the console script
+    has its own ``bin/`` folder there instead. It is added here, in the console script,
+    rather than in ``graph_defs.load_graph_modules``: loading graphs must not change the
+    interpreter's import path as a side effect (the Lambda handler and the tests call it,
+    and Lambda's working directory, the task root, is on the path already). It is
+    appended, not put first, so a file in the current directory never shadows an
+    installed package of the same name.
+    """
+    cwd = os.getcwd()
+    if all(os.path.abspath(entry or os.curdir) != cwd for entry in sys.path):
+        sys.path.append(cwd)
 
 
 def _create_table() -> int:
@@ -77,7 +165,9 @@ def _create_table() -> int:
 
     table = os.environ.get("DYNAMODB_TABLE")
     if not table:
-        raise SystemExit("approval-bot create-table: set DYNAMODB_TABLE (and optionally SNAPSHOT_BUCKET)")
+        raise ConfigError(
+            "DYNAMODB_TABLE is not set: set it to the name of the table to create (and SNAPSHOT_BUCKET for a bucket)"
+        )
     for line in create_table(table=table, bucket=os.environ.get("SNAPSHOT_BUCKET") or None):
         print(line)
     return 0

@@ -19,6 +19,7 @@ from bot.edge import MAX_BODY_BYTES
 from bot.handoff import InProcessHandoff
 from bot.services import Services, build_services
 from bot.settings import Settings
+from bot.slack_access import ConfigError
 from bot.sweeper import drain, sweep_forever
 
 logger = logging.getLogger(__name__)
@@ -67,14 +68,29 @@ async def stop_sweeping(app: web.Application) -> None:
 
 
 async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: float = 60.0) -> None:
+    """Serve until SIGINT or SIGTERM, then drain.
+
+    Everything that can be misconfigured fails before the port opens: the store is built
+    (a bad region or SQLite path), the graph modules are imported (``GraphModuleError``),
+    and a port that cannot be bound is a ``ConfigError`` naming it.
+
+    The "listening on" line is logged once, through logging like every other line (no
+    ``print`` beside it): at ``LOG_LEVEL=WARNING`` or above it is not shown.
+    """
     services = build_services(settings)
+    services.store  # noqa: B018  # built now: a bad store setting stops start-up, not the first request
     web_app = build_web_app(services=services, sweep_seconds=sweep_seconds)
     runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as error:
+        await runner.cleanup()
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({error.strerror or error}); choose another --port (or PORT) or --host"
+        ) from None
     logger.info("approval-bot listening on http://%s:%d/slack/events", host, port)
-    print(f"approval-bot listening on http://{host}:{port}/slack/events", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -6,6 +6,7 @@ caller decides it is time (server start-up, or after the ack on Lambda).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack_access import SlackAccess
+from bot.slack_access import ConfigError, SlackAccess
 from bot.slack_client import web_client
 
 if TYPE_CHECKING:
@@ -23,12 +24,25 @@ if TYPE_CHECKING:
     from engine import RunEngine
     from engine.store import RunStore
 
+logger = logging.getLogger(__name__)
+
+NO_GRAPHS_WARNING = (
+    "no graphs are registered (the slash command's list is empty and every run is refused): "
+    "set EXAMPLE_GRAPHS=true for the example graphs, or GRAPH_MODULES to your graph modules (comma-separated)"
+)
+
 
 class GraphCatalog:
-    """The ``GraphSource`` over the ``graph_defs`` registry, loaded once on first need."""
+    """The ``GraphSource`` over the ``graph_defs`` registry, loaded once on first need.
 
-    def __init__(self, *, extra_modules: Sequence[str]) -> None:
+    ``extra_modules`` and ``examples`` are the ``GRAPH_MODULES`` and ``EXAMPLE_GRAPHS``
+    settings. A process that ends up with no graph at all says so once, in a warning
+    naming both settings: otherwise the first sign is a "no graphs" reply in Slack.
+    """
+
+    def __init__(self, *, extra_modules: Sequence[str], examples: bool = False) -> None:
         self._extra = tuple(extra_modules)
+        self._examples = examples
         self._lock = threading.Lock()
         self._loaded = False
 
@@ -39,10 +53,12 @@ class GraphCatalog:
     def load(self) -> None:
         with self._lock:
             if not self._loaded:
-                from graph_defs.registry import load_graph_modules
+                from graph_defs.registry import list_graphs, load_graph_modules
 
-                load_graph_modules(self._extra)
+                load_graph_modules(self._extra, examples=self._examples)
                 self._loaded = True
+                if not list_graphs():
+                    logger.warning(NO_GRAPHS_WARNING)
 
     def exists(self, name: str) -> bool:
         self.load()
@@ -84,14 +100,30 @@ class Services:
 
     @cached_property
     def store(self) -> RunStore:
+        """The store the settings name.
+
+        Raises:
+            ConfigError: the SQLite file (``SQLITE_PATH``) cannot be created or opened.
+            botocore's setting errors: for DynamoDB, e.g. ``NoRegionError``.
+        """
+        from engine.store import StoreError
         from persistence import open_store
 
         s = self.settings
-        return open_store(table=s.dynamodb_table, sqlite_path=s.sqlite_path, bucket=s.snapshot_bucket)
+        try:
+            return open_store(table=s.dynamodb_table, sqlite_path=s.sqlite_path, bucket=s.snapshot_bucket)
+        except (OSError, StoreError) as error:
+            if s.dynamodb_table:
+                raise
+            reason = error.strerror if isinstance(error, OSError) else str(error)
+            raise ConfigError(
+                f"SQLITE_PATH={s.sqlite_path!r} cannot be opened ({reason}); "
+                "set SQLITE_PATH to a file in a writable folder (or DYNAMODB_TABLE to use DynamoDB)"
+            ) from error
 
     @cached_property
     def graphs(self) -> GraphCatalog:
-        return GraphCatalog(extra_modules=self.settings.graph_modules)
+        return GraphCatalog(extra_modules=self.settings.graph_modules, examples=self.settings.example_graphs)
 
     @cached_property
     def engine(self) -> RunEngine:

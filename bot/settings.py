@@ -1,22 +1,38 @@
 """Configuration from the environment (the names are a fixed contract, listed in the README), validated once.
 
-Secrets are ``SecretStr`` so that a logged settings object never shows them.
+Secrets are ``SecretStr`` so that a logged settings object never shows them. An empty
+variable counts as unset (``env_ignore_empty``), as in ``bot.slack_access``: a template
+or compose file that passes ``""`` for "no value" gets the default, not an error.
+
+``load_settings`` turns pydantic's multi-line validation report into one ``ConfigError``
+line that names the setting and says what to set, for ``approval-bot`` to print.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Final
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.slack_access import DEFAULT_API_URL, DEFAULT_COMMAND, SlackAccess, checked_command, with_trailing_slash
+from bot.slack_access import (
+    DEFAULT_API_URL,
+    DEFAULT_COMMAND,
+    ConfigError,
+    SlackAccess,
+    bad_value,
+    checked_command,
+    with_trailing_slash,
+)
 
 
 class Settings(BaseSettings):
     # hide_input_in_errors: a validation error would otherwise quote the values it read,
     # secrets included, into the log.
-    model_config = SettingsConfigDict(env_file=None, extra="ignore", populate_by_name=True, hide_input_in_errors=True)
+    model_config = SettingsConfigDict(
+        env_file=None, extra="ignore", populate_by_name=True, hide_input_in_errors=True, env_ignore_empty=True
+    )
 
     slack_bot_token: SecretStr = Field(alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr = Field(alias="SLACK_SIGNING_SECRET")
@@ -26,9 +42,12 @@ class Settings(BaseSettings):
     dynamodb_table: str | None = Field(default=None, alias="DYNAMODB_TABLE")
     snapshot_bucket: str | None = Field(default=None, alias="SNAPSHOT_BUCKET")
     graph_modules: Annotated[list[str], NoDecode] = Field(default_factory=list, alias="GRAPH_MODULES")
+    # Off outside the demo: a deployment runs the graphs its team wrote, not sample ones
+    # that a colleague could start from Slack by accident.
+    example_graphs: bool = Field(default=False, alias="EXAMPLE_GRAPHS")
     sqlite_path: str = Field(default=".approval-bot/runs.sqlite3", alias="SQLITE_PATH")
     port: int = Field(default=3000, alias="PORT", ge=1, le=65535)
-    lease_seconds: float = Field(default=120.0, alias="LEASE_SECONDS", ge=5)
+    lease_seconds: float = Field(default=120.0, alias="LEASE_SECONDS", ge=5, allow_inf_nan=False)
 
     @field_validator("graph_modules", mode="before")
     @classmethod
@@ -59,3 +78,60 @@ class Settings(BaseSettings):
             api_url=self.slack_api_url,
             command=self.slack_command,
         )
+
+
+# What a value must be, an example and the default, for the settings pydantic checks by type
+# or bound; SLACK_COMMAND's own check (bot.slack_access) words its message itself.
+_SHAPES: Final[dict[str, tuple[str, str, str]]] = {
+    "PORT": ("a port number (an integer from 1 to 65535)", "8080", "3000"),
+    "LEASE_SECONDS": ("a number of seconds, 5 or more", "120", "120"),
+    "EXAMPLE_GRAPHS": ("true or false", "true", "false"),
+}
+_MISSING: Final[dict[str, str]] = {
+    "SLACK_BOT_TOKEN": "the app's bot token, xoxb-…, from OAuth & Permissions",
+    "SLACK_SIGNING_SECRET": "the app's signing secret, from Basic Information",
+}
+_SECRETS: Final = frozenset(str(f.alias) for f in Settings.model_fields.values() if "SecretStr" in str(f.annotation))
+
+
+def load_settings(**values: Any) -> Settings:
+    """``Settings`` from the environment (``values`` win); a bad setting is one ``ConfigError`` line.
+
+    Raises:
+        ConfigError: a required setting is missing or a value is malformed; the message
+            names the first such setting (and how many more there are) and never a secret.
+    """
+    try:
+        return Settings(**values)
+    except ValidationError as error:
+        raise ConfigError(describe(error)) from None
+
+
+def describe(error: ValidationError) -> str:
+    """One line for pydantic's report on ``Settings``: the first problem, and what to set."""
+    problems = error.errors(include_url=False)
+    names = [str(p["loc"][0]) if p["loc"] else "?" for p in problems]
+    missing = [n for n, p in zip(names, problems, strict=True) if p["type"] == "missing"]
+    if missing and missing == names:
+        wanted = "; ".join(f"{n} to {_MISSING.get(n, 'a value')}" for n in missing)
+        return f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: set {wanted}"
+    first, name = problems[0], names[0]
+    others = sorted(set(names[1:]) - {name})
+    more = f" (also check {', '.join(others)})" if others else ""
+    return _problem(name, first) + more
+
+
+def _problem(name: str, problem: ErrorDetails) -> str:
+    if problem["type"] == "missing":
+        return f"{name} is not set: set it to {_MISSING.get(name, 'a value')}"
+    cause = (problem.get("ctx") or {}).get("error")
+    if isinstance(cause, ConfigError):
+        return str(cause)
+    value = problem.get("input")
+    if name in _SECRETS or not isinstance(value, str):
+        return f"{name} is not valid ({problem['msg']}); check its value"
+    if name in _SHAPES:
+        expected, example, default = _SHAPES[name]
+        return bad_value(name, value, expected=expected, example=example, default=default)
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    return f"{name}={shown!r} is not valid ({problem['msg']}); check its value"

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import signal
 
+import aiohttp
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
@@ -23,6 +24,7 @@ from bot.handoff import InProcessHandoff
 from bot.server import DRAIN_SECONDS
 from bot.services import build_services
 from bot.settings import Settings
+from bot.slack_access import ConfigError
 from bot.sweeper import drain, sweep_forever
 
 
@@ -37,9 +39,19 @@ class _EdgeHandler(AsyncSocketModeHandler):
 
 
 async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) -> None:
+    """Serve over Socket Mode until SIGINT or SIGTERM, then drain.
+
+    Raises:
+        ConfigError: ``SLACK_APP_TOKEN`` is missing or Slack refuses it, or ``SLACK_API_URL``
+            cannot be reached; one line each.
+    """
     if settings.slack_app_token is None:
-        raise SystemExit("approval-bot socket needs SLACK_APP_TOKEN (an xapp- token with connections:write)")
+        raise ConfigError(
+            "socket mode needs SLACK_APP_TOKEN, which is not set: set it to the app-level token (xapp-…, with "
+            "connections:write)"
+        )
     services = build_services(settings)
+    services.store  # noqa: B018  # built now: a bad store setting stops start-up, not the first event
     handoff = InProcessHandoff(services=services)
     edge = build_edge(services, handoff=handoff)
     await asyncio.to_thread(services.graphs.load)
@@ -51,8 +63,14 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
     except SlackApiError as error:
         problem = error.response.get("error")
         await handler.client.close()  # type: ignore[no-untyped-call]
-        raise SystemExit(
-            f"approval-bot socket: Slack refused SLACK_APP_TOKEN ({problem}); it must be the app's xapp- token"
+        raise ConfigError(
+            f"Slack refused SLACK_APP_TOKEN ({problem}); set it to the app's app-level token (xapp-…)"
+        ) from None
+    except aiohttp.ClientError as error:
+        await handler.client.close()  # type: ignore[no-untyped-call]
+        raise ConfigError(
+            f"could not reach Slack at SLACK_API_URL={settings.slack_api_url!r} ({type(error).__name__}); "
+            "check the URL (unset means https://slack.com/api/) and the network"
         ) from None
     sweeper = asyncio.create_task(sweep_forever(services, every=sweep_seconds))
     stop = asyncio.Event()

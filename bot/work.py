@@ -174,8 +174,15 @@ async def _start(work: StartRun, *, services: Services) -> None:
     except RunExists:
         logger.info("run %s: already started (a retried command); nothing more to do", work.run_id)
     except UnknownGraph as unknown:
-        known = ", ".join(f"`{n}`" for n, _ in services.graphs.describe()) or "none"
-        problem = f"There is no graph called `{unknown.name[:40]}`. Known graphs: {known}."
+        known = ", ".join(f"`{n}`" for n, _ in services.graphs.describe())
+        if known:
+            problem = f"There is no graph called `{unknown.name[:40]}`. Known graphs: {known}."
+        else:
+            problem = (
+                f"There is no graph called `{unknown.name[:40]}`: no graphs are registered yet. Whoever runs "
+                "the bot can set `EXAMPLE_GRAPHS=true` for the example graphs, or `GRAPH_MODULES` to modules "
+                "with their own."
+            )
         await _tell(work.response_url, messages.usage_error(command=command, problem=problem))
     except PublishError as error:
         await _tell(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from engine.outcome import failure_text
 from engine.prepare import STALE_ANSWERS, agents_under, edited_input, prepare
 from engine.records import ToolCall, Verdict
 from engine.snapshot import dump_state, restore_state
@@ -77,13 +78,16 @@ async def run_pass(
     snapshot: bytes | None,
     responses: Sequence[tuple[str, Any]] = (),
     stale: Sequence[str] = (),
+    about: str = "graph pass",
 ) -> Step:
     """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``.
 
     Never raises for anything graph code or a snapshot does: a pass that cannot run ends
     as a failed step, so a broken run is reported once instead of retried forever.
+    ``about`` names the pass in the log (``run <id> (graph <name>)``): a failure is logged
+    once, as one line with its traceback, and a node gate's rejection as one INFO line.
     """
-    step = await _step(graph, task, snapshot, responses, stale)
+    step = await _step(graph, task, snapshot, responses, stale, about)
     return replace(step, trail=_trail(graph))
 
 
@@ -93,48 +97,77 @@ def _trail(graph: Graph) -> tuple[str, ...]:
 
 
 async def _step(
-    graph: Graph, task: str | None, snapshot: bytes | None, responses: Sequence[tuple[str, Any]], stale: Sequence[str]
+    graph: Graph,
+    task: str | None,
+    snapshot: bytes | None,
+    responses: Sequence[tuple[str, Any]],
+    stale: Sequence[str],
+    about: str,
 ) -> Step:
     """``run_pass`` without the trail (see there)."""
     from strands.multiagent.base import Status
 
+    try:
+        # Checks Strands' internals, then keeps a gate's "no" out of Strands' error log.
+        from engine.graph_logs import tracebacks_logged
+        from engine.strands_internals import NODE_CANCEL_EVENT, NODE_INTERRUPT_EVENT
+    except Exception as error:  # StrandsSurfaceChanged: nothing runs unguarded
+        logger.error("%s failed: %s", about, error)
+        return Step(status=StepStatus.FAILED, snapshot=None, error=failure_text(node_id=None, error=error))
+
     raised: list[Raised] = []
     cancelled: dict[str, str] = {}  # node id -> message, from BeforeNodeCallEvent.cancel_node
     result: Any = None
-    try:
-        from engine.strands_internals import NODE_CANCEL_EVENT, NODE_INTERRUPT_EVENT  # checks Strands' internals
-
-        prepare(graph)
-        if snapshot is not None:
-            # Decoding megabytes of state would hold up every ack on this process's loop.
-            await in_thread(restore_state, graph, snapshot)
-            graph_input: Any = response_entries(responses)
-        else:
-            graph_input = task or ""
-        async for event in graph.stream_async(graph_input, {STALE_ANSWERS: list(stale)}):
-            kind = event.get("type")
-            if kind == NODE_INTERRUPT_EVENT:
-                raised.extend(_raised(graph, event["node_id"], event["interrupts"]))
-            elif kind == NODE_CANCEL_EVENT:
-                cancelled[event["node_id"]] = str(event.get("message") or "")
-            if "result" in event:
-                result = event["result"]
-    except Exception as error:  # graph code failed: report it, never crash the bot
-        state = await _try_dump(graph)
-        if cancelled and isinstance(error, RuntimeError) and str(error) in cancelled.values():
-            # Strands raises on cancel_node; a gate saying no is an outcome, not a crash.
-            node_id, message = next(iter(cancelled.items()))
-            return Step(status=StepStatus.REJECTED, snapshot=state, error=f"node {node_id} not run: {message}")
-        logger.warning("graph pass failed: %s", error, exc_info=True)
-        return Step(status=StepStatus.FAILED, snapshot=state, error=_describe(error))
+    with tracebacks_logged() as logged:
+        try:
+            prepare(graph)
+            if snapshot is not None:
+                # Decoding megabytes of state would hold up every ack on this process's loop.
+                await in_thread(restore_state, graph, snapshot)
+                graph_input: Any = response_entries(responses)
+            else:
+                graph_input = task or ""
+            async for event in graph.stream_async(graph_input, {STALE_ANSWERS: list(stale)}):
+                kind = event.get("type")
+                if kind == NODE_INTERRUPT_EVENT:
+                    raised.extend(_raised(graph, event["node_id"], event["interrupts"]))
+                elif kind == NODE_CANCEL_EVENT:
+                    cancelled[event["node_id"]] = str(event.get("message") or "")
+                if "result" in event:
+                    result = event["result"]
+        except Exception as error:  # graph code failed: report it, never crash the bot
+            state = await _try_dump(graph)
+            node_id = next((n for n, m in cancelled.items() if m == str(error)), None)
+            if node_id is not None and isinstance(error, RuntimeError):
+                # Strands raises on cancel_node; a gate saying no is an outcome, not a crash.
+                logger.info("%s: node %s not run, its gate said no: %s", about, node_id, _first_line(str(error)))
+                return Step(status=StepStatus.REJECTED, snapshot=state, error=f"node {node_id} not run: {error}")
+            text = failure_text(node_id=_failed_node(graph), error=error)
+            # The traceback once: Strands' graph logger may have logged it already.
+            trace = None if any(e is error for e in logged) else error
+            logger.warning("%s failed: %s", about, _first_line(text), exc_info=trace)
+            return Step(status=StepStatus.FAILED, snapshot=state, error=text)
 
     if result is None:
+        logger.warning("%s failed: the graph produced no result", about)
         return Step(status=StepStatus.FAILED, snapshot=None, error="the graph produced no result")
     if result.status == Status.INTERRUPTED:
         return Step(status=StepStatus.INTERRUPTED, snapshot=await _dump(graph), raised=raised)
     if result.status == Status.COMPLETED:
         return Step(status=StepStatus.COMPLETED, snapshot=await _dump(graph), output=final_output(graph, result))
-    return Step(status=StepStatus.FAILED, snapshot=await _try_dump(graph), error=_failure_of(result))
+    failure = _failure_of(result)
+    logger.warning("%s failed: %s", about, _first_line(failure))
+    return Step(status=StepStatus.FAILED, snapshot=await _try_dump(graph), error=failure)
+
+
+def _failed_node(graph: Graph) -> str | None:
+    """The node that was running when the pass failed (the first, if parallel ones did)."""
+    failed = getattr(getattr(graph, "state", None), "failed_nodes", None) or ()
+    return min((str(node.node_id) for node in failed), default=None)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0]
 
 
 def _raised(graph: Graph, node_id: str, interrupts: Sequence[Any]) -> list[Raised]:
@@ -211,12 +244,8 @@ def final_output(graph: Graph, result: Any) -> str:
 def _failure_of(result: Any) -> str:
     for node_id, node_result in (result.results or {}).items():
         if isinstance(node_result.result, Exception):
-            return f"node {node_id}: {_describe(node_result.result)}"
+            return failure_text(node_id=node_id, error=node_result.result)
     return f"the graph ended with status {result.status.value}"
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
 
 
 async def _try_dump(graph: Graph) -> bytes | None:

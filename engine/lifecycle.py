@@ -304,4 +304,7 @@ class RunEngine:
         except Exception as error:  # the definition itself is broken or gone
             logger.warning("run %s: cannot build graph %s", run.run_id, run.graph, exc_info=True)
             return Step(status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}")
-        return await run_pass(graph=graph, task=run.task, snapshot=run.snapshot, responses=responses, stale=stale)
+        about = f"run {run.run_id} (graph {run.graph})"
+        return await run_pass(
+            graph=graph, task=run.task, snapshot=run.snapshot, responses=responses, stale=stale, about=about
+        )

@@ -1,13 +1,15 @@
 """Where an interrupt came from, which buttons it gets, and what each decision sends back.
 
-Graph code receives a JSON object for every decision (a fixed contract, see the README):
+Graph code receives the same JSON object for every decision, whichever button was
+clicked, so that a gate written once keeps working as buttons are added:
 ``{"decision": "approve" | "reject" | "reply", "text": str | None, "user": "U…"}``.
 Two sources get one more button: an Edit on a ``BeforeToolCallEvent`` gate sends
 ``"approve"`` plus ``"edited_input"`` (and the engine makes the tool run with it), a
 Retry on a ``review_after`` ask sends ``"retry"``. Strands' own ``HumanInTheLoop``
 intervention evaluates its response itself (``True``, ``"y"`` or ``"yes"`` approve,
 anything else denies, ``"t"``/``"trust"`` trusts when ``enable_trust`` is on), so its
-interrupts get the plain strings it understands.
+interrupts get the plain strings it understands, and :func:`denies` knows which of its
+answers it reads as a no.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ HITL_INTERRUPT_NAME = "strands:human-in-the-loop"
 REVIEW_INTERRUPT_PREFIX = "review:"  # graph_defs.review_after names its asks review:<tool>[:<attempt>]
 TOOL_GATE_ID_PREFIX = "v1:before_tool_call:"  # Strands' id for BeforeToolCallEvent interrupts
 BASIC_VERDICTS = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
+# What HumanInTheLoop's default evaluation approves (strands.interventions.default_evaluate),
+# and what it trusts when enable_trust is on (the ask then offers Trust).
+HITL_APPROVALS = frozenset({"y", "yes"})
+HITL_TRUSTS = frozenset({"t", "trust"})
 
 
 def verdicts_for(*, graph: Graph, node_id: str, name: str, interrupt_id: str) -> tuple[Verdict, ...]:
@@ -66,6 +72,25 @@ def response_for(ask: Ask, decision: Decision) -> Any:
     if decision.edited_input is not None:
         response["edited_input"] = decision.edited_input
     return response
+
+
+def denies(ask: Ask) -> bool:
+    """Whether the answer on ``ask`` said no to what it asked.
+
+    A Reject always does. HumanInTheLoop also reads a typed Reply as a no unless it is
+    one of the words it approves (or trusts) by default: "not before the audit" denies
+    the call just as the Reject button does. Other sources hand a Reply to graph code,
+    which decides; the bot does not guess at what it made of it.
+    """
+    decision = ask.decision
+    if decision is None:
+        return False
+    if decision.verdict is Verdict.REJECT:
+        return True
+    if ask.name != HITL_INTERRUPT_NAME or decision.verdict is not Verdict.REPLY:
+        return False
+    said = (decision.text or "").strip().lower()
+    return not (said in HITL_APPROVALS or (Verdict.TRUST in ask.verdicts and said in HITL_TRUSTS))
 
 
 def _hitl_response(decision: Decision) -> str:

@@ -5,7 +5,8 @@ by reading and patching what Strands does not promise to keep (an agent's interr
 state, interventions and model state, HumanInTheLoop's trust flag, classifier and
 decision, BeforeToolsEvent's interrupt id, ``strands.types._events``). Several are safety
 measures: an Edit's input, a rejection HumanInTheLoop must remember across processes,
-per-batch interrupt ids, the Trust button, a node gate's rejection. Read with
+per-batch interrupt ids, the Trust button, a node gate's rejection (and telling it apart
+in the error log: :func:`node_cancelled`, used by ``engine.graph_logs``). Read with
 ``getattr(x, "_name", default)`` they would switch themselves off silently the day
 Strands renames something. Here each is named once, and :func:`check_surface` proves at
 import that all are there and behave as assumed, or raises :class:`StrandsSurfaceChanged`
@@ -29,6 +30,7 @@ from strands.hooks import BeforeToolCallEvent, BeforeToolsEvent
 from strands.interrupt import Interrupt, InterruptException
 from strands.interventions import InterventionHandler, Proceed
 from strands.models import Model
+from strands.multiagent import graph as graph_module
 from strands.multiagent.graph import Graph, GraphBuilder, GraphNode
 from strands.telemetry.tracer import Tracer
 from strands.types.tools import ToolContext, ToolUse
@@ -40,6 +42,8 @@ from engine.sources import HITL_INTERRUPT_NAME, TOOL_GATE_ID_PREFIX
 EXPECTED_STRANDS_VERSION = "1.62.0"
 NODE_INTERRUPT_EVENT = "multiagent_node_interrupt"  # graph stream event types (strands.types._events)
 NODE_CANCEL_EVENT = "multiagent_node_cancel"
+GRAPH_LOGGER = "strands.multiagent.graph"
+_CANCEL_LOCALS = frozenset({"before_event", "cancel_message"})  # Graph._execute_node's cancel branch
 
 Decide = Callable[[BeforeToolCallEvent], Coroutine[Any, Any, ClassifierResult]]
 """HumanInTheLoop's own decision whether a tool call needs a human."""
@@ -166,6 +170,21 @@ def tool_context_from(kwargs: Mapping[str, Any]) -> ToolContext[Any] | None:
     return context if isinstance(context, ToolContext) else None
 
 
+def node_cancelled(error: BaseException) -> bool:
+    """Whether ``error`` is the ``RuntimeError`` a Graph raises for ``cancel_node``.
+
+    Strands 1.62 raises it in ``Graph._execute_node`` right after binding
+    ``cancel_message``, so the innermost frame of its traceback is that one with that
+    message: no other error has both, whatever its text says.
+    """
+    tb = error.__traceback__ if isinstance(error, RuntimeError) else None
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_code is not Graph._execute_node.__code__:
+        return False
+    return bool(tb.tb_frame.f_locals.get("cancel_message") == str(error))
+
+
 class _InertModel(Model):
     """A model the check never calls: ``Agent()`` alone would build a Bedrock client."""
 
@@ -276,6 +295,11 @@ def check_surface() -> None:
         ),
         (f"graph stream events {NODE_INTERRUPT_EVENT!r}, {NODE_CANCEL_EVENT!r}", _graph_events_typed),
         ("Tracer._add_event_messages(span, messages)", _tracer_adds_message_events),
+        (
+            "Graph._execute_node raising RuntimeError(cancel_message) for cancel_node",
+            lambda: set(Graph._execute_node.__code__.co_varnames) >= _CANCEL_LOCALS,
+        ),
+        (f"strands.multiagent.graph logging to {GRAPH_LOGGER!r}", lambda: graph_module.logger.name == GRAPH_LOGGER),
     ]
     problems = []
     for what, probe in expected:

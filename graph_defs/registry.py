@@ -59,6 +59,16 @@ class GraphModuleError(ImportError):
         self.module = module
         self.cause = cause
 
+    @property
+    def not_found(self) -> bool:
+        """Whether the module itself (or a package it is in) does not exist, as opposed to
+        existing and failing to import (a ``ModuleNotFoundError`` for one of *its* imports
+        is the module's own problem, not a wrong name)."""
+        if not isinstance(self.cause, ModuleNotFoundError) or not self.cause.name:
+            return False
+        missing = self.cause.name
+        return self.module == missing or self.module.startswith(missing + ".")
+
 
 class UnknownGraph(LookupError):
     """No graph definition is registered under the requested name."""
@@ -138,10 +148,11 @@ def unregister(name: str) -> None:
     _registry.pop(name, None)
 
 
-def _package_modules() -> list[str]:
-    """Public graph modules shipped in the ``graph_defs`` package, in name order."""
+def _package_modules(*, examples: bool) -> list[str]:
+    """Public graph modules of the ``graph_defs`` package (and of ``graph_defs.examples``
+    when ``examples``), in name order."""
     names: list[str] = []
-    for package_name in (_PACKAGE, _EXAMPLES):
+    for package_name in (_PACKAGE, _EXAMPLES) if examples else (_PACKAGE,):
         package = importlib.import_module(package_name)
         names.extend(
             f"{package_name}.{info.name}"
@@ -151,17 +162,25 @@ def _package_modules() -> list[str]:
     return sorted(names)
 
 
-def load_graph_modules(extra: Sequence[str] = ()) -> list[str]:
+def load_graph_modules(extra: Sequence[str] = (), *, examples: bool = False) -> list[str]:
     """Import every graph module of the package plus ``extra`` and return their names.
 
-    ``extra`` is the caller's list (the bot passes its ``GRAPH_MODULES`` setting); this
-    function deliberately reads no environment itself. Importing an already imported
-    module is a no-op, so calling this again is cheap and harmless.
+    ``extra`` is the caller's list (the bot passes its ``GRAPH_MODULES`` setting) and
+    ``examples`` says whether the example graphs of ``graph_defs.examples`` are wanted
+    too (the bot passes its ``EXAMPLE_GRAPHS`` setting; off by default, so that a
+    deployment offers only the graphs its team wrote). This function deliberately reads
+    no environment itself. Importing an already imported module is a no-op, so calling
+    this again is cheap and harmless; a module imported earlier stays registered.
+
+    Modules are imported from ``sys.path`` as it is: putting the current directory on it,
+    for ``GRAPH_MODULES=refunds`` next to ``refunds.py``, is the console script's job
+    (``bot.cli``), not a side effect of loading graphs.
 
     Raises:
-        GraphModuleError: a module failed to import; names the module and the cause.
+        GraphModuleError: a module failed to import; names the module and the cause
+            (a ``GraphDefinitionError`` when two modules define the same graph name).
     """
-    wanted = _package_modules()
+    wanted = _package_modules(examples=examples)
     for raw in extra:
         name = raw.strip()
         if name and name not in wanted:

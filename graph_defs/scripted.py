@@ -1,21 +1,40 @@
-"""A deterministic, offline ``strands.models.Model`` for tests and the offline demo.
+"""A deterministic, offline ``strands.models.Model``: how a graph runs without a model provider.
 
-No model provider is reachable in tests or in the demo, yet the graphs must run for real
-(real agents, real tools, real interrupts, real state serialization). ``ScriptedModel``
-stands in for the LLM. Its reply is a pure function of the conversation it is sent,
-never of hidden counters: a run resumed in a fresh process, on a freshly built graph
-with a new model object, continues exactly where the old one stopped.
+No model provider is reachable in tests or in the offline demo, yet the graphs must run
+for real (real agents, real tools, real interrupts, real state serialization).
+``ScriptedModel`` stands in for the LLM. Its reply is a pure function of the
+conversation it is sent, never of hidden counters: a run resumed in a fresh process, on
+a freshly built graph with a new model object, continues exactly where the old one
+stopped.
+
+Giving your graph an offline script
+-----------------------------------
+Build each agent's model with ``graph_defs.models.pick_model``: Bedrock in production,
+your script when ``GRAPH_MODEL=offline`` (the demo sets it; so do the tests)::
+
+    from graph_defs.models import pick_model
+    from graph_defs.scripted import ScriptedModel, call, graph_task, latest_tool_result_text, say
+
+    def offline_script() -> ScriptedModel:
+        return ScriptedModel([
+            lambda messages: call("refund", order_id=graph_task(messages), amount=25.0),
+            lambda messages: say(latest_tool_result_text(messages)),
+        ])
+
+    agent = Agent(name="refunder", model=pick_model(offline=offline_script), tools=[refund])
 
 A script is a sequence of steps; step *n* answers the conversation that already holds
-*n* assistant messages. A step may also be a function of the messages, so a script can
-react to what a tool returned (e.g. report a rejected deployment)::
+*n* assistant messages. A step is ``say(text)`` (ends the agent's turn), ``call(tool,
+**input)`` (asks for a tool; the next step sees its result), ``turn(...)`` (several at
+once), or a function of the messages returning one, so a script can react to what a tool
+returned or what the task said: ``graph_task`` (the run's task text),
+``latest_tool_result_text``, ``latest_user_text``, ``upstream_output(messages, node)``
+(what an earlier node of the graph produced). Pass ``policy=`` instead of a list to
+choose every step yourself. Once a script runs out, the model says ``final_text``.
 
-    ScriptedModel([
-        call("deploy_service", service="billing", version="1.2.3"),
-        lambda messages: say(f"Result: {latest_tool_result_text(messages)}"),
-    ])
-
-Pass ``policy=`` instead to choose every step yourself from the messages.
+An agent whose tool asks a person is resumed with the person's answer as the tool's
+result, so the step after ``call`` usually reports it, as above. The example graphs in
+``graph_defs/examples/`` each carry a script of this kind.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import boto3
 import botocore.exceptions
+import botocore.utils
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -39,16 +40,51 @@ _CONFIG = Config(
 )
 
 
+class EndpointSettingError(ValueError):
+    """An ``AWS_ENDPOINT_URL*`` variable that is not a URL.
+
+    botocore reports it as a bare ``ValueError("Invalid endpoint: ...")``, indistinguishable
+    by type from its other errors, and without the variable's name; this one carries both.
+    """
+
+    def __init__(self, *, variable: str, url: str) -> None:
+        super().__init__(f"{variable}={url!r} is not a URL")
+        self.variable = variable
+        self.url = url
+
+
+# The variables botocore takes a service's endpoint from, most specific first.
+ENDPOINT_VARIABLES = {
+    "dynamodb": ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"),
+    "s3": ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+}
+
+
+def _check_endpoint(service: str) -> None:
+    if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true":
+        return
+    for variable in ENDPOINT_VARIABLES[service]:
+        url = os.environ.get(variable)
+        if url:
+            if not (botocore.utils.is_valid_endpoint_url(url) or botocore.utils.is_valid_ipv6_endpoint_url(url)):
+                raise EndpointSettingError(variable=variable, url=url)
+            return
+
+
 def _session() -> boto3.session.Session:
     # A session of our own: boto3's default session is not safe to share across threads.
     return boto3.session.Session(region_name=os.environ.get("AWS_REGION") or None)
 
 
 def dynamodb_client() -> DynamoDBClient:
+    """Raises ``EndpointSettingError`` and botocore's own setting errors (``NoRegionError``, …)."""
+    _check_endpoint("dynamodb")
     return _session().client("dynamodb", config=_CONFIG)
 
 
 def s3_client() -> S3Client:
+    """Raises ``EndpointSettingError`` and botocore's own setting errors (``NoRegionError``, …)."""
+    _check_endpoint("s3")
     return _session().client("s3", config=_CONFIG)
 
 
@@ -161,7 +197,7 @@ def _expire_state(s3: S3Client, bucket: str) -> None:
 
 # Error codes that mean "try again later" (DynamoDB's and S3's); anything else a service
 # answers is a refusal that retrying will not change.
-_TRANSIENT_CODES = frozenset(
+TRANSIENT_CODES = frozenset(
     {
         "ProvisionedThroughputExceededException",
         "ThrottlingException",
@@ -190,7 +226,7 @@ def store_error(exc: Exception) -> StoreError:
         code = str(exc.response.get("Error", {}).get("Code", ""))
         status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
         text = f"{exc.operation_name}: {code or status}"
-        if code in _TRANSIENT_CODES or status >= 500:
+        if code in TRANSIENT_CODES or status >= 500:
             return StoreUnavailable(text)
         return StoreBroken(text)
     if isinstance(exc, (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)):

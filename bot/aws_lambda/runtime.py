@@ -55,10 +55,11 @@ class LambdaRuntime:
         def settings() -> Settings:
             from pydantic import SecretStr
 
-            from bot.settings import Settings
+            from bot.settings import load_settings
 
-            # Init values win over the environment: the secrets as read above.
-            return Settings(
+            # Init values win over the environment: the secrets as read above. A bad setting
+            # is one ConfigError line in the log, as `approval-bot` prints it.
+            return load_settings(
                 SLACK_BOT_TOKEN=SecretStr(slack.bot_token), SLACK_SIGNING_SECRET=SecretStr(slack.signing_secret)
             )
 

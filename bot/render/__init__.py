@@ -15,7 +15,6 @@ from bot.render.cards import (
     encode_action_value,
     obsolete_card,
     parse_action_value,
-    readable_name,
     verdict_from_action_id,
 )
 from bot.render.messages import (
@@ -43,7 +42,8 @@ from bot.render.modals import (
     reply_modal,
     verdict_for_callback_id,
 )
-from bot.render.mrkdwn import Rendered, escape
+from bot.render.mrkdwn import Rendered, escape, escape_keeping_mentions
+from bot.render.titles import card_title, readable_name
 
 __all__ = [
     "ACTION_ID_PREFIX",
@@ -61,11 +61,13 @@ __all__ = [
     "ask_card",
     "callback_id_for",
     "card_block_id",
+    "card_title",
     "decided_card",
     "edit_modal",
     "encode_action_value",
     "encode_modal_metadata",
     "escape",
+    "escape_keeping_mentions",
     "graph_list",
     "help_text",
     "modal_text",

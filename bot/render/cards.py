@@ -29,10 +29,7 @@ from slack_sdk.models.blocks import (
 
 from bot.render.edits import edit_diff_blocks, tool_blocks
 from bot.render.mrkdwn import (
-    FIELD_TEXT_LIMIT,
     HEADER_TEXT_LIMIT,
-    MAX_FIELDS,
-    SECTION_TEXT_LIMIT,
     build,
     code_block,
     cut,
@@ -49,7 +46,10 @@ from bot.render.mrkdwn import (
 from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
+from bot.render.titles import card_title, hitl_why
+from bot.render.values import value_blocks
 from engine.records import Ask, Closed, Run, RunStatus, Verdict
+from engine.sources import HITL_INTERRUPT_NAME
 
 DEFAULT_VERDICTS: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 VERDICT_LABELS: dict[Verdict, str] = {
@@ -73,21 +73,9 @@ _OUTCOMES = {
     Verdict.RETRY: "🔁 Retry requested",
     Verdict.EDIT: "✏️ Approved with edits",
 }
-_KNOWN_NAMES = {"strands:human-in-the-loop": "Tool approval"}
-_SCALARS = (str, int, float, bool, type(None))
-# Per-part budgets keep a whole card below mrkdwn.MESSAGE_TEXT_BUDGET.
-_FIELDS_BUDGET = 5000
-_EXTRA_KEYS_LIMIT = 1000
+# Per-part budgets keep a whole card below mrkdwn.MESSAGE_TEXT_BUDGET (the reason's is values.REASON_BUDGET).
 _CONTEXT_LIMIT = 500
 _DECISION_TEXT_LIMIT = 1200
-
-
-def readable_name(name: str) -> str:
-    """Turn an interrupt name into a header: ``approve_deploy`` → ``Approve deploy``."""
-    if name in _KNOWN_NAMES:
-        return _KNOWN_NAMES[name]
-    words = " ".join(w for w in re.split(r"[\s_\-:.]+", name) if w)
-    return (words[:1].upper() + words[1:]) if words else "Decision needed"
 
 
 def validate_id(value: object, *, what: str) -> str:
@@ -155,7 +143,7 @@ def ask_card(
         *_body(run=run, ask=ask, kind_label=kind_label),
         ActionsBlock(block_id=card_block_id(ask.key), elements=buttons),
     ]
-    title = escape(readable_name(ask.name))
+    title = short(card_title(ask), HEADER_TEXT_LIMIT)
     return build(
         text=f"{title}: {mention(run.started_by)}'s run of *{short(run.graph)}* needs a decision",
         blocks=blocks,
@@ -178,7 +166,7 @@ def decided_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Render
     elif decision is not None and decision.edited_input is not None:  # no proposed input to compare with
         edited = "*Edited input:*\n" + code_block(to_json(decision.edited_input), _DECISION_TEXT_LIMIT)
         blocks.append(SectionBlock(text=MarkdownTextObject(text=edited)))
-    return build(text=f"{escape(readable_name(ask.name))}: {outcome}", blocks=blocks)
+    return build(text=f"{short(card_title(ask), HEADER_TEXT_LIMIT)}: {outcome}", blocks=blocks)
 
 
 def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rendered:
@@ -195,7 +183,7 @@ def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rende
         *_body(run=run, ask=ask, kind_label=kind_label),
         ContextBlock(elements=[MarkdownTextObject(text=note)]),
     ]
-    return build(text=f"{escape(readable_name(ask.name))}: {note}", blocks=blocks)
+    return build(text=f"{short(card_title(ask), HEADER_TEXT_LIMIT)}: {note}", blocks=blocks)
 
 
 def card_block_id(ask_key: str) -> str:
@@ -204,35 +192,11 @@ def card_block_id(ask_key: str) -> str:
 
 
 def reason_blocks(reason: Any) -> list[Block]:
-    """The reason, readable: text as text, a flat dict as fields, anything nested as JSON."""
-    if reason is None or reason == {} or reason == [] or reason == "":
-        return [SectionBlock(text=MarkdownTextObject(text="_(no details)_"))]
-    if isinstance(reason, str):
-        return [SectionBlock(text=MarkdownTextObject(text=cut(reason, SECTION_TEXT_LIMIT)))]
-    if isinstance(reason, dict) and all(isinstance(v, _SCALARS) for v in reason.values()):
-        return _field_blocks(reason)
-    if isinstance(reason, dict | list | tuple):
-        return [SectionBlock(text=MarkdownTextObject(text=code_block(to_json(reason), SECTION_TEXT_LIMIT)))]
-    return [SectionBlock(text=MarkdownTextObject(text=cut(str(reason), SECTION_TEXT_LIMIT)))]
+    """The reason, readable: text as text, a flat dict as fields, anything nested as JSON.
 
-
-def _field_blocks(reason: dict[Any, Any]) -> list[Block]:
-    items = list(reason.items())
-    shown, extra = items[:MAX_FIELDS], items[MAX_FIELDS:]
-    per_field = min(FIELD_TEXT_LIMIT, _FIELDS_BUDGET // len(shown))
-    fields = []
-    for key, value in shown:
-        text = value if isinstance(value, str) else to_json(value, indent=None)
-        rendered = f"*{cut(str(key), 100)}*\n{escape(text)}"
-        fields.append(MarkdownTextObject(text=fit(rendered, per_field, total=len(text))))
-    blocks: list[Block] = [SectionBlock(fields=fields)]
-    if extra:
-        # Name every extra key first, so a cut in the JSON below never hides which keys exist.
-        names = ", ".join(inline_code(str(k), 60) for k, _ in extra)
-        summary = fit(f"*+{len(extra)} more:* {names}", _EXTRA_KEYS_LIMIT // 2, total=len(names))
-        rest = code_block(to_json({str(k): v for k, v in extra}), _EXTRA_KEYS_LIMIT - len(summary) - 1)
-        blocks.append(SectionBlock(text=MarkdownTextObject(text=f"{summary}\n{rest}")))
-    return blocks
+    Reasons are what the graph says, so they may mention people (``<@U…>``).
+    """
+    return value_blocks(reason, mentions=True)
 
 
 def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
@@ -240,7 +204,7 @@ def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
     # recognisable as that ask's card after its buttons are gone.
     header = HeaderBlock(
         block_id=f"card:{ask.key}",
-        text=PlainTextObject(text=cut_plain(readable_name(ask.name), HEADER_TEXT_LIMIT)),
+        text=PlainTextObject(text=cut_plain(card_title(ask), HEADER_TEXT_LIMIT)),
     )
     parts = [f"*{escape(kind_label)}*"] if kind_label else []
     parts.append(f"graph *{short(run.graph)}*")
@@ -249,8 +213,17 @@ def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
     parts += [f"started by {mention(run.started_by)}", f"run {inline_code(run.run_id)}"]
     line = " · ".join(parts)
     context = ContextBlock(elements=[MarkdownTextObject(text=fit(line, _CONTEXT_LIMIT, total=len(line)))])
-    tool = tool_blocks(ask.tool) if ask.tool is not None else []
-    return [header, *reason_blocks(ask.reason), *tool, context]
+    if ask.tool is None:
+        return [header, *reason_blocks(ask.reason), context]
+    if ask.name == HITL_INTERRUPT_NAME:
+        # HumanInTheLoop's reason is its own prompt restating the call ('Approve "x"?\n
+        # Input: {...}'): the title names the tool and the tool section shows the input.
+        # Only a classifier's reason for asking ('Approve "x" — why?') is news.
+        why = hitl_why(ask.reason)
+        said = [SectionBlock(text=MarkdownTextObject(text=f"*Why:* {cut(why, 1000, mentions=True)}"))] if why else []
+        return [header, *said, *tool_blocks(ask.tool), context]
+    shown = ask.reason if isinstance(ask.reason, dict) else {}
+    return [header, *reason_blocks(ask.reason), *tool_blocks(ask.tool, shown=shown), context]
 
 
 def load_ids_json(value: object, *, keys: set[str], limit: int, what: str) -> dict[str, Any]:

@@ -18,10 +18,11 @@ from typing import Any, Literal
 
 from slack_sdk.models.blocks import Block, MarkdownTextObject, SectionBlock
 
-from bot.render.mrkdwn import code_block, short, to_json
+from bot.render.mrkdwn import short, to_json
+from bot.render.values import value_blocks
 from engine.records import ToolCall
 
-TOOL_LIMIT = 1500  # the tool section of a card; the card's other parts have their own budgets
+TOOL_LIMIT = 2000  # the tool sections of a card; the card's other parts have their own budgets
 DIFF_LIMIT = 1500
 MAX_CHANGES = 15
 _VALUE_LIMIT = 120
@@ -53,11 +54,21 @@ def json_schema_of(tool: ToolCall) -> dict[str, Any] | None:
     return schema or None
 
 
-def tool_blocks(tool: ToolCall) -> list[Block]:
-    """The gated call: tool name and proposed input as readable, escaped, cut JSON."""
-    head = f"*Tool* {_code(tool.name, _NAME_LIMIT)} · proposed input:"
-    body = code_block(to_json(tool.input), TOOL_LIMIT - len(head) - 1)
-    return [SectionBlock(text=MarkdownTextObject(text=f"{head}\n{body}"))]
+def tool_blocks(tool: ToolCall, *, shown: Mapping[str, Any] | None = None) -> list[Block]:
+    """The gated call: the tool's name, then its proposed input as fields (``bot.render.values``).
+
+    Inputs the card already shows (a gate that put the call's arguments in its reason,
+    ``shown``) are not repeated; the input is a model's proposal, so no mention in it is live.
+    """
+    name = _code(tool.name, _NAME_LIMIT)
+    rest = {k: v for k, v in tool.input.items() if not (shown and k in shown and shown[k] == v)}
+    if not tool.input:
+        return [SectionBlock(text=MarkdownTextObject(text=f"*Tool* {name} · no input"))]
+    if not rest:
+        return [SectionBlock(text=MarkdownTextObject(text=f"*Tool* {name} · input as above"))]
+    head = f"*Tool* {name} · proposed input" + (", besides the above:" if len(rest) < len(tool.input) else ":")
+    head_block = SectionBlock(text=MarkdownTextObject(text=head))
+    return [head_block, *value_blocks(rest, mentions=False, budget=TOOL_LIMIT - len(head))]
 
 
 def input_changes(before: Mapping[str, Any], after: Mapping[str, Any], *, prefix: str = "") -> list[Change]:

@@ -1,4 +1,7 @@
-"""Run messages (started, completed, failed, cancelled) and slash-command replies.
+"""Run messages (started, completed, rejected, failed, cancelled) and slash-command replies.
+
+Each ending reads as what it is: a run whose decisive answer was a no is headed as a
+rejection (who, why), not as a success; a failure is one line saying where and what.
 
 A run's final output can be megabytes of model text. It is shown in sections of at most
 3000 characters, within the block count and the total-text budget of one message, and
@@ -18,17 +21,20 @@ from bot.render.mrkdwn import (
     SECTION_TEXT_LIMIT,
     Rendered,
     build,
-    code_block,
     cut,
     escape,
+    escape_keeping_mentions,
     escaped_length,
     fit,
     inline_code,
     mention,
+    mention_safe_cut,
     quote,
     short,
 )
-from engine.records import Run
+from bot.render.titles import card_title
+from engine.outcome import decisive_asks, failure_parts, rejections
+from engine.records import Ask, Run
 
 DEFAULT_COMMAND = "/graph"
 MAX_OUTPUT_BLOCKS = 45
@@ -38,6 +44,8 @@ _FENCE_OVERHEAD = 2 * (len(_FENCE) + 1)  # "```\n" reopened at the start, "\n```
 _MIN_SECTION = 200
 _TASK_LIMIT = 1500
 _REPLY_LIMIT = 3000
+_REJECTIONS_LIMIT = 1500  # who rejected what and why, before the output
+_MAX_REJECTIONS = 5
 
 
 def run_started(*, run: Run) -> Rendered:
@@ -51,11 +59,27 @@ def run_started(*, run: Run) -> Rendered:
 
 
 def run_completed(*, run: Run, max_blocks: int = MAX_OUTPUT_BLOCKS, max_chars: int = MESSAGE_TEXT_BUDGET) -> Rendered:
-    """The final output, as much of it as one message can hold, and a note if cut."""
-    head = f":white_check_mark: *{short(run.graph)}* finished"
+    """The final output, as much of it as one message can hold, and a note if cut.
+
+    A run whose decisive answer was a no (``engine.outcome``) completed in Strands' eyes
+    but did not do what was asked: it is headed as a rejection, naming who said no and
+    why, and the graph's own words follow.
+    """
+    denied = rejections(run)
+    if denied:
+        fallback = f":no_entry: *{short(run.graph)}* ended: rejected by {_deciders(denied)}"
+        fallback += f": {cut(_first_reason(denied), 300)}"
+        # Parallel questions (one per region, say): name the node each rejection was about.
+        nodes = len({a.node_id for a in decisive_asks(run)}) > 1
+        lead = f":no_entry: *{short(run.graph)}* ended: " + _rejection_lines(
+            denied, limit=_REJECTIONS_LIMIT, name_nodes=nodes
+        )
+    else:
+        head = lead = f":white_check_mark: *{short(run.graph)}* finished"
+        fallback = head
     output = run.output or ""
-    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=head)), _run_context(run)]
-    used = len(head) + 200  # the context line and the truncation note
+    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=lead)), _run_context(run)]
+    used = len(lead) + 200  # the context line and the truncation note
     sections, shown = split_output(output, max_sections=max_blocks - len(blocks) - 1, max_chars=max_chars - used)
     if not output:
         sections = ["_(no output)_"]
@@ -63,37 +87,48 @@ def run_completed(*, run: Run, max_blocks: int = MAX_OUTPUT_BLOCKS, max_chars: i
     if shown < len(output):
         note = f"… truncated: showing {shown:,} of {len(output):,} characters"
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=note)]))
-    return build(text=f"{head}: {cut(output, FALLBACK_TEXT_LIMIT - len(head) - 2)}", blocks=blocks)
+    text = f"{fallback}: {cut(output, FALLBACK_TEXT_LIMIT - len(fallback) - 2, mentions=True)}" if output else fallback
+    return build(text=text, blocks=blocks)
 
 
-FAILURE_SHOWN_CHARS = 500
+FAILURE_SHOWN_CHARS = 300
 
 
 def run_failed(*, run: Run) -> Rendered:
-    """The start of the error, in a code block because errors are preformatted.
+    """What failed, in one line: the graph, the node, the error's type and first line.
 
-    Only the start: provider and tool errors carry account ids, ARNs, hosts and URLs,
-    and a channel may include guests. The run record and the logs keep the rest.
+    Only that: provider and tool errors carry account ids, ARNs, hosts and URLs, and a
+    channel may include guests. The run record keeps the error, the log its traceback.
     """
-    head = f":x: *{short(run.graph)}* failed"
-    error = run.error or "(no error message)"
-    shown = error if len(error) <= FAILURE_SHOWN_CHARS else error[:FAILURE_SHOWN_CHARS] + " …"
-    note = "" if shown == error else "\n_(cut; the bot's logs have the full error)_"
-    body = f"{head}\n{code_block(shown, SECTION_TEXT_LIMIT - len(head) - len(note) - 1)}{note}"
+    node, first, more = failure_parts(run.error)
+    where = f" at node {inline_code(node, 100)}" if node else ""
+    shown = first if len(first) <= FAILURE_SHOWN_CHARS else first[:FAILURE_SHOWN_CHARS] + " …"
+    line = f":x: *{short(run.graph)}* failed{where}: {escape(shown)}"
+    note = "the bot's log has the details" + (" (the error goes on for more lines)" if more else "")
     return build(
-        text=f"{head}: {cut(shown, 300)}",
-        blocks=[SectionBlock(text=MarkdownTextObject(text=body)), _run_context(run)],
+        text=line,
+        blocks=[SectionBlock(text=MarkdownTextObject(text=line)), _run_context(run, note=note)],
     )
 
 
 def run_rejected(*, run: Run) -> Rendered:
-    """A gate said no: the run ended on purpose, so no code block and no alarm."""
+    """A node gate said no: the run ended on purpose, so no code block and no alarm.
+
+    Who said no and why come from the run's answers; what the gate itself said (its
+    ``cancel_node`` message, graph text that may mention people) follows as a quote.
+    """
     head = f":no_entry: *{short(run.graph)}* stopped: rejected, node not run"
+    denied = rejections(run)
+    lines = [head]
+    if denied:
+        lines.append(_rejection_lines(denied, limit=_REJECTIONS_LIMIT, single_line=False))
     reason = run.error or ""
-    body = f"{head}\n{quote(reason, 1500)}" if reason else head
+    if reason:
+        lines.append(quote(reason, 1200, mentions=True))
+    fallback = f"{head}: {cut(reason, 500, mentions=True)}" if reason else head
     return build(
-        text=f"{head}: {cut(reason, 500)}",
-        blocks=[SectionBlock(text=MarkdownTextObject(text=body)), _run_context(run)],
+        text=fallback,
+        blocks=[SectionBlock(text=MarkdownTextObject(text="\n".join(lines))), _run_context(run)],
     )
 
 
@@ -105,6 +140,9 @@ def run_cancelled(*, run: Run) -> Rendered:
 
 def split_output(text: str, *, max_sections: int, max_chars: int) -> tuple[list[str], int]:
     """Escape ``text`` into mrkdwn sections; return them and how many characters they show.
+
+    The output is the graph's, so the people it mentions show as mentions; nothing else
+    it says becomes markup (``escape_keeping_mentions``).
 
     Only what fits is ever escaped, so a multi-megabyte output costs as much as the
     ~10 KB that is shown. Sections break at a newline when one is near the limit.
@@ -123,11 +161,12 @@ def split_output(text: str, *, max_sections: int, max_chars: int) -> tuple[list[
                 take = newline + 1
             while take > 1 and window[take - 1] == "`":  # never split a run of backticks
                 take -= 1
+            take = mention_safe_cut(window, take) or take  # nor a mention of a person
         piece = window[:take]
         reopened = in_fence
         if piece.count(_FENCE) % 2:
             in_fence = not in_fence
-        section = ("```\n" if reopened else "") + escape(piece) + ("\n```" if in_fence else "")
+        section = ("```\n" if reopened else "") + escape_keeping_mentions(piece) + ("\n```" if in_fence else "")
         sections.append(section)
         used += len(section)
         pos += take
@@ -156,8 +195,9 @@ def graph_list(*, command: str = DEFAULT_COMMAND, graphs: Sequence[tuple[str, st
     """The reply to ``<command> list``: each graph with its description."""
     if not graphs:
         return (
-            "No graphs are registered. Define one with `@graph_def` in `graph_defs/` "
-            "or in a module named in `GRAPH_MODULES`."
+            "No graphs are registered, so there is nothing to run yet. Whoever runs the bot can set "
+            "`EXAMPLE_GRAPHS=true` to offer the example graphs, or define graphs with `@graph_def` in "
+            "`graph_defs/` or in a module named in `GRAPH_MODULES`."
         )
     lines = ["*Graphs you can run:*"]
     size = len(lines[0])
@@ -181,9 +221,47 @@ def _usage_lines(command: str) -> list[str]:
     ]
 
 
-def _run_context(run: Run) -> ContextBlock:
-    line = f"run {inline_code(run.run_id)} · started by {mention(run.started_by)}"
+def _run_context(run: Run, *, note: str = "") -> ContextBlock:
+    line = f"run {inline_code(run.run_id)} · started by {mention(run.started_by)}" + (f" · {note}" if note else "")
     return ContextBlock(elements=[MarkdownTextObject(text=line)])
+
+
+def _deciders(asks: Sequence[Ask]) -> str:
+    users = list(dict.fromkeys(a.decision.user for a in asks if a.decision is not None))
+    named = ", ".join(mention(u) for u in users[:3])
+    return named + (f" and {len(users) - 3} more" if len(users) > 3 else "")
+
+
+def _rejection_lines(asks: Sequence[Ask], *, limit: int, single_line: bool = True, name_nodes: bool = False) -> str:
+    """Who rejected what (the card's title) and why (quoted), per rejected ask.
+
+    One rejection continues the head's line (``… ended: @bob rejected *Title*``); several
+    are listed under ``rejected by @a, @b``.
+    """
+    lines: list[str] = []
+    several = len(asks) > 1
+    if several and single_line:
+        lines.append(f"rejected by {_deciders(asks)}")
+    name_nodes = name_nodes or len({a.node_id for a in asks}) > 1
+    shown = asks[:_MAX_REJECTIONS]
+    per_reason = max(100, limit // len(shown) - 250)  # a line naming who and what takes at most ~230
+    for ask in shown:
+        decision = ask.decision
+        assert decision is not None  # rejections are answered asks
+        where = f" (node {inline_code(ask.node_id, 40)})" if name_nodes and ask.node_id else ""
+        bullet = "• " if several else ""
+        lines.append(f"{bullet}{mention(decision.user)} rejected *{short(card_title(ask), 100)}*{where}")
+        text = (decision.text or "").strip()
+        lines.append(quote(text, per_reason) if text else "_(no reason given)_")
+    if len(asks) > len(shown):
+        lines.append(f"…and {len(asks) - len(shown)} more rejections")
+    joined = "\n".join(lines)
+    return fit(joined, limit, total=len(joined))
+
+
+def _first_reason(asks: Sequence[Ask]) -> str:
+    text = next((a.decision.text for a in asks if a.decision is not None and a.decision.text), None)
+    return text.strip() if text else "no reason given"
 
 
 def _escaped_prefix_length(window: str, room: int) -> int:

@@ -3,7 +3,10 @@
 Everything the bot shows comes partly from graph code, models and users: task text,
 interrupt reasons, final outputs. Slack parses ``<...>`` in mrkdwn as mentions and
 links, so unescaped text could ping ``@channel`` or forge a link; every piece of foreign
-text therefore goes through :func:`escape` before it reaches a block. Slack also rejects
+text therefore goes through :func:`escape` before it reaches a block. Graph output and
+graph-supplied reasons go through :func:`escape_keeping_mentions` instead: a graph that
+says who approved (``approved by <@U123>``) should show that person, so well-formed
+mentions of one user or one user group survive, and nothing else does. Slack also rejects
 a whole message when one text is a character too long, so texts are cut here to fixed
 limits with a visible marker instead of being sent and refused.
 
@@ -34,6 +37,11 @@ MESSAGE_TEXT_BUDGET = 10_000
 
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _USER_ID = re.compile(r"^[A-Z][A-Z0-9]{1,63}$")
+# The only markup graph text may keep: ``<@U…>``/``<@W…>`` (one user) and ``<!subteam^S…>``
+# (one user group, optionally ``|@label``). ASCII ids of Slack's shape and bounded length
+# only; broadcasts (``<!channel>``), links and channel references stay escaped.
+_KEPT_MENTION = re.compile(r"<(?:@[UW][A-Z0-9]{1,20}|!subteam\^S[A-Z0-9]{1,20}(?:\|@[A-Za-z0-9._-]{1,80})?)>", re.ASCII)
+_LONGEST_MENTION = len("<!subteam^S") + 20 + len("|@") + 80 + len(">")
 _FENCE = "```"
 # A zero-width space keeps a literal ``` inside a code block from closing the block early.
 _BROKEN_FENCE = "`\u200b``"
@@ -81,6 +89,32 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def escape_keeping_mentions(text: str) -> str:
+    """:func:`escape`, except that well-formed user and user-group mentions stay live.
+
+    For what graphs say (outputs, reasons): ``approved by <@U123>`` shows the person,
+    while ``<!channel>``, ``<!here>``, links, ``<#C…>`` and anything malformed (a label on a
+    user mention, lower case, look-alike characters, an overlong id) stay inert.
+    """
+    parts: list[str] = []
+    pos = 0
+    for match in _KEPT_MENTION.finditer(text):
+        parts += [escape(text[pos : match.start()]), match.group(0)]
+        pos = match.end()
+    parts.append(escape(text[pos:]))
+    return "".join(parts)
+
+
+def mention_safe_cut(text: str, cut_at: int) -> int:
+    """``cut_at``, moved back to the start of a kept mention it would cut in half."""
+    start = text.rfind("<", max(0, cut_at - _LONGEST_MENTION), cut_at)
+    if start != -1:
+        match = _KEPT_MENTION.match(text, start)
+        if match is not None and match.end() > cut_at:
+            return start
+    return cut_at
+
+
 def escaped_length(char: str) -> int:
     """How many characters ``char`` takes once escaped."""
     return len(_ESCAPES.get(char, char))
@@ -103,9 +137,9 @@ def fit(text: str, limit: int, *, total: int) -> str:
     return _entity_safe_prefix(text, max(0, limit - len(marker))).rstrip() + marker
 
 
-def cut(raw: str, limit: int) -> str:
-    """Escape ``raw`` and fit it into ``limit`` characters."""
-    return fit(escape(raw), limit, total=len(raw))
+def cut(raw: str, limit: int, *, mentions: bool = False) -> str:
+    """Escape ``raw`` (keeping mentions when ``mentions``) and fit it into ``limit`` characters."""
+    return fit(escape_keeping_mentions(raw) if mentions else escape(raw), limit, total=len(raw))
 
 
 def short(raw: str, limit: int = 200) -> str:
@@ -119,9 +153,10 @@ def cut_plain(raw: str, limit: int) -> str:
     return raw if len(raw) <= limit else raw[: max(0, limit - 1)].rstrip() + "…"
 
 
-def quote(raw: str, limit: int) -> str:
+def quote(raw: str, limit: int, *, mentions: bool = False) -> str:
     """``raw`` as an escaped mrkdwn block quote of at most ``limit`` characters."""
-    quoted = "\n".join("> " + line for line in escape(raw).split("\n"))
+    escaped = escape_keeping_mentions(raw) if mentions else escape(raw)
+    quoted = "\n".join("> " + line for line in escaped.split("\n"))
     return fit(quoted, limit, total=len(raw))
 
 
@@ -163,9 +198,14 @@ def slack_date(epoch: float) -> str:
 
 
 def _entity_safe_prefix(escaped: str, length: int) -> str:
-    """``escaped[:length]`` minus a trailing partial entity such as ``&am``."""
+    """``escaped[:length]`` minus a trailing partial entity such as ``&am`` or a partial
+    kept mention such as ``<@U12`` (in escaped text every raw ``<`` opens a kept mention,
+    and half of one would be markup Slack cannot parse)."""
     prefix = escaped[:length]
     amp = prefix.rfind("&", max(0, length - 4))
     if amp != -1 and ";" not in prefix[amp:]:
         prefix = prefix[:amp]
+    opened = prefix.rfind("<")
+    if opened != -1 and ">" not in prefix[opened:]:
+        prefix = prefix[:opened]
     return prefix

@@ -11,7 +11,10 @@ Graph: a single node ``cleaner``. Interrupt: ``strands:human-in-the-loop`` (rais
 Its reason is HumanInTheLoop's prompt, a string such as
 ``Approve "delete_resources"?\\n  Input: {"resource_ids": [...]}``. It approves on
 ``"yes"`` (the bot's Approve) and denies on anything else: the tool then does not run and
-the agent sees ``CONFIRMATION_FAILED: ...`` as the tool's (error) result.
+the agent sees ``CONFIRMATION_FAILED: ...`` as the tool's (error) result. The offline
+script then says in plain words that nothing was deleted and what was kept; the bot's
+final message names who rejected the deletion and why (HumanInTheLoop does not tell the
+agent).
 
 The inventory and the deletion are simulated (``DELETED`` records what was deleted).
 """
@@ -106,7 +109,20 @@ def _outcome(messages: Messages) -> Step:
     result = latest_tool_result_text(messages)
     if result.startswith("Deleted"):
         return say(f"Cleanup done. {result}")
-    return say(f"Cleanup cancelled: deletion was not approved, nothing was deleted. ({result})")
+    # Denied: HumanInTheLoop's result is its own protocol text, not something to show people.
+    kept = _asked_to_delete(messages)
+    listed = f" Kept {len(kept)} resource(s): {', '.join(kept)}." if kept else ""
+    return say(f"Cleanup cancelled: deletion was not approved, nothing was deleted.{listed}")
+
+
+def _asked_to_delete(messages: Messages) -> list[str]:
+    """The ids the last ``delete_resources`` call asked for (what a denial kept)."""
+    for message in reversed(messages):
+        for block in message["content"]:
+            use = block.get("toolUse")
+            if use and use["name"] == "delete_resources" and isinstance(use["input"], dict):
+                return [str(rid) for rid in use["input"].get("resource_ids") or []]
+    return []
 
 
 @graph_def("cleanup", description="List stale resources and delete them after a HumanInTheLoop approval")

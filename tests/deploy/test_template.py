@@ -537,6 +537,15 @@ def test_the_environment_names_are_the_ones_the_code_reads(cfn: Template) -> Non
         assert f'"{name}"' in code, name
 
 
+def test_the_example_graphs_are_off_unless_the_parameter_turns_them_on(cfn: Template, sam: Template) -> None:
+    parameter = sam["Parameters"]["ExampleGraphs"]
+    assert parameter["Default"] == "false"
+    assert props(cfn, FUNCTION)["Environment"]["Variables"]["EXAMPLE_GRAPHS"] == {"Ref": "ExampleGraphs"}
+    secrets = {"SLACK_BOT_TOKEN": SecretStr("x"), "SLACK_SIGNING_SECRET": SecretStr("y")}
+    parsed = {value: Settings(**secrets, EXAMPLE_GRAPHS=value).example_graphs for value in parameter["AllowedValues"]}
+    assert parsed == {"true": True, "false": False}
+
+
 # -- the table and the bucket: what `approval-bot create-table` makes ---------------------
 
 

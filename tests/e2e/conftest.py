@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import pytest
 
+from engine.ports import FINAL
 from engine.records import Run
 from engine.store import RunStore
 from localslack import LOCAL_SIGNING_SECRET, LocalSlack, LocalSlackUser, SocketModeTransport
@@ -128,6 +129,7 @@ def _bot_env(*, slack: LocalSlack, backend: Backend, markers: Path, extra: dict[
         "SLACK_SIGNING_SECRET": LOCAL_SIGNING_SECRET,
         "SLACK_API_URL": slack.api_url,
         "GRAPH_MODULES": "tests.support.graphs",
+        "EXAMPLE_GRAPHS": "true",  # the tests run the example graphs too; off unless asked for
         "GRAPH_MODEL": "offline",
         "APPROVAL_BOT_TEST_MARKERS": str(markers),
         "LOG_LEVEL": "INFO",
@@ -271,8 +273,13 @@ def live_buttons(message: dict[str, Any]) -> list[str]:
 
 
 def finished_message(slack: LocalSlack, channel: str = CHANNEL) -> dict[str, Any] | None:
+    """The run's final message, whatever the outcome (finished, rejected, failed).
+
+    Found by the metadata the bot stamps on every message (the final one says ``"final"``),
+    not by its icon, which differs by outcome.
+    """
     for message in slack.messages(channel):
-        if str(message.get("text", "")).startswith((":white_check_mark:", ":x:")):
+        if ((message.get("metadata") or {}).get("event_payload") or {}).get("what") == FINAL:
             return message
     return None
 

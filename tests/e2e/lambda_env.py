@@ -99,6 +99,7 @@ class LambdaDeployment:
             "SLACK_API_URL": self.slack.api_url,
             "SLACK_SIGNING_SECRET": LOCAL_SIGNING_SECRET,
             "GRAPH_MODULES": "tests.support.graphs",
+            "EXAMPLE_GRAPHS": "true",  # the tests run the example graphs too; off unless asked for
             "GRAPH_MODEL": "offline",
             "APPROVAL_BOT_TEST_MARKERS": str(self.markers),
             "LOG_LEVEL": "INFO",

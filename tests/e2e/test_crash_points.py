@@ -39,7 +39,7 @@ from tests.e2e.conftest import (
 )
 
 GRAPH_MODULES = "tests.support.graphs,tests.support.source_graphs"
-FAST_SWEEP = ["--sweep-seconds", "0.2"]
+FAST_SWEEP = ["--sweep-seconds", "1"]
 LIVE = ["Approve", "Reject", "Reply"]
 
 

@@ -62,7 +62,7 @@ async def test_edit_checks_input_inline_then_approves_with_a_diff_on_the_card(
     card = await _card(local_slack, user)
     assert live_buttons(card) == ["Approve", "Reject", "Reply", "Edit"]
     shown = all_text(card)
-    assert "`set_replicas`" in shown and '"replicas": 3' in shown, shown
+    assert "`set_replicas`" in shown and "*replicas*\n3" in shown, shown
 
     view = await _open_edit(local_slack, user, card)
     assert view["callback_id"] == "ask:edit"

@@ -155,6 +155,7 @@ async def test_reject_opens_the_modal_in_the_ack_and_is_decided_in_the_submissio
     assert await d.replay_in(pool.new(), [pick_up]) == [{"ok": True}]
     done = finished_message(d.slack)
     assert done is not None and "rejected by U0BOB: not on a Friday" in all_text(done)
+    assert str(done["text"]).startswith(":no_entry:"), "a rejection reads as one"
     assert d.marker_lines() == [], "a rejected write never happens"
     assert "Rejected by <@U0BOB>" in str(d.slack.message(CHANNEL, card["ts"]))
     assert d.only_run().status is RunStatus.COMPLETED

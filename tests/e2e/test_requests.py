@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 import pytest
 
+from bot.services import NO_GRAPHS_WARNING
 from localslack import LOCAL_SIGNING_SECRET, LocalSlack
 from tests.e2e.conftest import CHANNEL, Backend, StartBot, cards
 
@@ -106,6 +107,25 @@ async def test_list_names_the_graphs(
     reply = await local_slack.wait_for(lambda: local_slack.responses, timeout=30, what="the list")
     for name in ("deploy", "release-check", "cleanup", "guarded-write"):
         assert name in str(reply[0]["body"])
+
+
+async def test_a_bot_without_graphs_says_how_to_add_them(
+    start_bot: StartBot, sqlite_backend: Backend, local_slack: LocalSlack, user_for
+) -> None:
+    """Outside the demo the examples are opt-in: a bare install lists none and says why."""
+    bot = await start_bot(backend=sqlite_backend, extra_env={"EXAMPLE_GRAPHS": "false", "GRAPH_MODULES": ""})
+    user = user_for(bot)
+    await user.slash_command(text="list", user_id="U0ALICE", channel_id=CHANNEL)
+    await user.slash_command(text="run deploy billing 1.2.3", user_id="U0ALICE", channel_id=CHANNEL)
+    replies = await local_slack.wait_for(
+        lambda: local_slack.responses if len(local_slack.responses) >= 2 else None, timeout=30, what="two replies"
+    )
+    listing, refusal = (str(reply["body"]) for reply in replies[:2])
+    assert "No graphs are registered" in listing and "EXAMPLE_GRAPHS=true" in listing
+    assert "deploy" not in listing
+    assert "no graphs are registered yet" in refusal and "GRAPH_MODULES" in refusal
+    assert local_slack.messages(CHANNEL) == [], "nothing started"
+    assert bot.log.read_text().count(NO_GRAPHS_WARNING) == 1, "the operator is told once, at start-up"
 
 
 @pytest.mark.parametrize(

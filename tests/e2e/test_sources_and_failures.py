@@ -37,8 +37,11 @@ async def test_human_in_the_loop(
     marks = markers_file.read_text().splitlines() if markers_file.exists() else []
     assert marks == (["dropped users"] if dropped else [])
     assert ("dba: dropped users" in all_text(done)) is dropped
-    if not dropped:
-        assert "CONFIRMATION_FAILED" in all_text(done)
+    if dropped:
+        assert str(done["text"]).startswith(":white_check_mark: *hitl* finished")
+    else:  # the graph only echoes Strands' denial; the message says what happened, and who did it
+        assert str(done["text"]).startswith(":no_entry: *hitl* ended: rejected by <@U0BOB>")
+        assert "<@U0BOB> rejected *Tool approval: drop_table*" in all_text(done)
 
 
 async def test_a_node_that_raises_is_reported_and_the_run_marked_failed(

@@ -67,7 +67,8 @@ async def test_a_rejected_node_gate_ends_the_run_as_rejected_in_slack_and_the_re
     assert "node publish not run" in all_text(ended) and "legal has not read it" in all_text(ended)
     run = run_of(backend.open_store(), local_slack)
     assert run.status is RunStatus.REJECTED
-    assert finished_message(local_slack) is None, "a rejection is not reported as a failure or a success"
+    assert finished_message(local_slack) == ended, "the rejection notice is the run's one final message"
+    assert not ended["text"].startswith((":white_check_mark:", ":x:")), "reported as neither a success nor a failure"
 
 
 async def test_parallel_batch_gates_get_a_card_each_and_one_answer_each(
@@ -95,4 +96,7 @@ async def test_parallel_batch_gates_get_a_card_each_and_one_answer_each(
 
     text = all_text(done)
     assert "eu: restarted" in text and "us: nothing restarted" in text, text
+    # us's "no" is an answer the end rests on: the run reads as rejected, naming who and why.
+    assert str(done["text"]).startswith(":no_entry: *batch-gate* ended: rejected by <@U0CAROL>: peak traffic")
+    assert "<@U0CAROL> rejected *Approve batch* (node `us`)" in text
     assert len(cards(local_slack)) == 2

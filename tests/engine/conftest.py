@@ -72,7 +72,7 @@ class RecordingPublisher:
 def offline_graphs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GRAPH_MODEL", "offline")
     monkeypatch.setenv("APPROVAL_BOT_TEST_MARKERS", str(tmp_path / "markers.txt"))
-    load_graph_modules(["tests.support.graphs"])
+    load_graph_modules(["tests.support.graphs"], examples=True)  # the engine tests run the examples too
     test_graphs.DURING_PASS.clear()
 
 

@@ -50,7 +50,7 @@ def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     The package's graph modules are imported first: a definition registers when its module
     is first imported, so an import inside a test would otherwise only reach that test's copy.
     """
-    load_graph_modules()
+    load_graph_modules(examples=True)
     monkeypatch.setattr(registry, "_registry", dict(registry._registry))
 
 
@@ -132,7 +132,7 @@ def test_load_graph_modules_imports_package_modules_and_extra(temp_package: tupl
     name, package = temp_package
     (package / "graphs.py").write_text(GRAPH_MODULE_SOURCE.format(name="from-temp"))
 
-    loaded = load_graph_modules([f" {name}.graphs ", ""])
+    loaded = load_graph_modules([f" {name}.graphs ", ""], examples=True)
 
     assert loaded[-1] == f"{name}.graphs"
     assert {"graph_defs.examples.deploy", "graph_defs.examples.release_check", "graph_defs.examples.cleanup"} <= set(
@@ -170,8 +170,69 @@ def test_import_error_names_the_module_and_the_cause(temp_package: tuple[str, Pa
 
 
 def test_missing_module_is_a_graph_module_error() -> None:
-    with pytest.raises(GraphModuleError, match="'no_such_graph_module_xyz'"):
+    with pytest.raises(GraphModuleError, match="'no_such_graph_module_xyz'") as info:
         load_graph_modules(["no_such_graph_module_xyz"])
+    assert info.value.not_found
+
+
+def test_a_module_whose_own_import_is_missing_was_found(temp_package: tuple[str, Path]) -> None:
+    """``not_found`` is about the listed module, not about what it imports: the fix differs."""
+    name, package = temp_package
+    (package / "needs_dep.py").write_text("import no_such_dependency_xyz\n")
+
+    with pytest.raises(GraphModuleError) as info:
+        load_graph_modules([f"{name}.needs_dep"])
+    assert not info.value.not_found
+    with pytest.raises(GraphModuleError) as missing_in_package:
+        load_graph_modules([f"{name}.absent"])
+    assert missing_in_package.value.not_found
+
+
+def test_the_examples_load_only_when_asked_for() -> None:
+    without = load_graph_modules()
+    with_examples = load_graph_modules(examples=True)
+
+    assert not [m for m in without if m.startswith("graph_defs.examples")]
+    examples = {m for m in with_examples if m.startswith("graph_defs.examples.")}
+    assert {"graph_defs.examples.deploy", "graph_defs.examples.incident", "graph_defs.examples.nested"} <= examples
+    assert "graph_defs.examples._approval" not in examples
+
+
+def test_a_fresh_process_without_examples_registers_none_and_imports_none() -> None:
+    """In one process a module imported once stays registered, so "off" is checked in a new one."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from graph_defs import list_graphs, load_graph_modules
+        load_graph_modules()
+        print([d.name for d in list_graphs()], [m for m in sys.modules if m.startswith("graph_defs.examples")])
+        load_graph_modules(examples=True)
+        print(sorted(d.name for d in list_graphs())[:2])
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(graph_defs.__file__).parents[1],
+    )
+    assert out.stdout.splitlines() == ["[] []", "['batch-gate', 'cleanup']"], out.stdout + out.stderr
+
+
+def test_graph_modules_of_the_package_itself_load_without_the_examples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A team's own module in graph_defs/ is not an example: it loads with EXAMPLE_GRAPHS off."""
+    module = f"team_graphs_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / f"{module}.py").write_text(GRAPH_MODULE_SOURCE.format(name="team-graph"))
+    monkeypatch.setattr(graph_defs, "__path__", [*graph_defs.__path__, str(tmp_path)])
+    try:
+        loaded = load_graph_modules()
+        assert f"graph_defs.{module}" in loaded
+        assert get_graph("team-graph").module == f"graph_defs.{module}"
+    finally:
+        sys.modules.pop(f"graph_defs.{module}", None)
 
 
 def test_unknown_graph_lists_the_known_names() -> None:

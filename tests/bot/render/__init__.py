@@ -12,9 +12,13 @@ from typing import Any
 
 from bot.render import Rendered
 
-# Slack parses <...> as mentions, links and broadcasts; the only ones the bot emits
-# itself are user mentions and localized dates. Anything else came from foreign text.
-ALLOWED_ANGLE = re.compile(r"<(@[A-Z][A-Z0-9]+|!date\^\d+\^\{date_short_pretty\} at \{time\}\|[^<>|]+)>")
+# Slack parses <...> as mentions, links and broadcasts; the only ones the bot emits are
+# user mentions, user-group mentions (kept from graph output) and localized dates.
+# Anything else came from foreign text and must have been escaped.
+ALLOWED_ANGLE = re.compile(
+    r"<(@[A-Z][A-Z0-9]+|!subteam\^S[A-Z0-9]+(\|@[A-Za-z0-9._-]+)?"
+    r"|!date\^\d+\^\{date_short_pretty\} at \{time\}\|[^<>|]+)>"
+)
 TOTAL_TEXT_BUDGET = 12_000  # Slack's observed cumulative limit (msg_blocks_too_long)
 
 

@@ -146,40 +146,57 @@ def test_flat_dict_reason_renders_as_fields() -> None:
 
 
 def test_wide_dict_reason_keeps_ten_fields_and_summarizes_the_rest() -> None:
-    reason = {f"key{i}": "v" * 5000 for i in range(25)}
+    reason = {f"key{i}": "v" * 150 for i in range(25)}
     card = ask_card(run=make_run(), ask=make_ask(reason=reason))
     assert_within_limits(card)
     fields = next(b["fields"] for b in card.blocks if "fields" in b)
     assert len(fields) == 10
-    assert all("truncated, 5000 chars" in f["text"] for f in fields)
     assert "+15 more" in all_text(card) and "key24" in all_text(card)
 
 
-@pytest.mark.parametrize(
-    "reason",
-    [{"tool": "deploy", "input": {"env": "prod", "tags": ["a", "b"]}}, [1, {"two": 2}, "<!channel>"]],
-)
-def test_nested_reason_renders_as_indented_json(reason: Any) -> None:
+def test_long_values_get_sections_of_their_own_and_the_rest_is_summarized() -> None:
+    reason = {f"key{i}": "v" * 5000 for i in range(25)}
     card = ask_card(run=make_run(), ask=make_ask(reason=reason))
     assert_within_limits(card)
-    section = card.blocks[1]["text"]["text"]
+    long_sections = [b for b in card.blocks if b["type"] == "section" and "truncated, 5000 chars" in b["text"]["text"]]
+    assert len(long_sections) == 5
+    assert "+20 more" in all_text(card) and "key24" in all_text(card)
+
+
+@pytest.mark.parametrize(
+    ("reason", "label"),
+    [
+        ({"tool": "deploy", "input": {"env": "prod", "tags": ["a", "b"]}}, "*input*"),
+        ([1, {"two": 2}, "<!channel>"], None),
+    ],
+)
+def test_nested_reason_renders_as_compact_json(reason: Any, label: str | None) -> None:
+    card = ask_card(run=make_run(), ask=make_ask(reason=reason))
+    assert_within_limits(card)
+    section = next(t for b in card.blocks if "```" in (t := b.get("text", {}).get("text", "")))
+    if label:
+        assert section.startswith(label + "\n")
+        section = section.removeprefix(label + "\n")
     assert section.startswith("```\n") and section.endswith("\n```")
     body = section[4:-4].replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    assert json.loads(body) == reason
-    assert "\n  " in body  # indented
+    assert json.loads(body) == (reason["input"] if label else reason)
+    assert "\n" not in body, "compact: one line"
 
 
 def test_huge_nested_reason_is_cut_and_keeps_its_fence() -> None:
     card = ask_card(run=make_run(), ask=make_ask(reason={"rows": [{"i": i} for i in range(100_000)]}))
     assert_within_limits(card)
     section = card.blocks[1]["text"]["text"]
-    assert section.startswith("```\n") and "\n```\n… (truncated," in section
+    assert section.startswith("*rows*\n```\n") and "\n```\n… (truncated," in section
 
 
 def test_code_fence_in_reason_cannot_close_the_block() -> None:
     card = ask_card(run=make_run(), ask=make_ask(reason={"a": {"b": "```\n*bold* <!channel>"}}))
     section = card.blocks[1]["text"]["text"]
     assert section.count("```") == 2
+    logs = "2024-05-01 ERROR ```\n2024-05-01 INFO <!channel>\n"
+    log_section = ask_card(run=make_run(), ask=make_ask(reason=logs)).blocks[1]["text"]["text"]
+    assert log_section.count("```") == 2 and "&lt;!channel&gt;" in log_section
 
 
 @pytest.mark.parametrize("reason", [None, "", {}, []])

@@ -35,7 +35,8 @@ def test_the_card_shows_the_tool_and_its_input_and_an_edit_button() -> None:
     card = ask_card(run=make_run(), ask=make_ask(tool=TOOL, verdicts=EDIT_VERDICTS))
     assert_within_limits(card)
     assert "*Tool* `set_replicas` · proposed input:" in all_text(card)
-    assert '"replicas": 3' in all_text(card)
+    fields = [f["text"] for b in card.blocks for f in b.get("fields", [])]
+    assert fields[-2:] == ["*service*\nbilling", "*replicas*\n3"], "a flat input reads as fields"
     (actions,) = [b for b in card.blocks if b["type"] == "actions"]
     edit = actions["elements"][-1]
     assert (edit["text"]["text"], edit["action_id"]) == ("Edit", "ask:edit")

@@ -15,8 +15,8 @@ from bot.render import (
     run_started,
     usage_error,
 )
-from bot.render.messages import split_output
-from engine.records import Run, RunStatus
+from bot.render.messages import run_rejected, split_output
+from engine.records import Ask, AskStatus, Decision, Run, RunStatus, Verdict
 from tests.bot.render import all_text, assert_harmless, assert_within_limits
 
 
@@ -99,15 +99,24 @@ def test_empty_output() -> None:
     assert "_(no output)_" in sections(message.blocks)
 
 
-def test_run_failed_shows_the_error_in_a_code_block() -> None:
-    message = run_failed(run=make_run(status=RunStatus.FAILED, error="Traceback <!here>\n" * 5000))
+def test_run_failed_says_what_failed_in_one_line() -> None:
+    error = "node deployer: ValueError: bad input <!here>\n  File x.py, line 3\n" + "more\n" * 5000
+    message = run_failed(run=make_run(status=RunStatus.FAILED, error=error))
     assert_within_limits(message)
-    body = sections(message.blocks)[0]
-    assert body.startswith(":x: *deploy* failed\n```\nTraceback &lt;!here&gt;")
-    assert body.endswith("_(cut; the bot's logs have the full error)_")
-    assert body.count("Traceback") == 500 // len("Traceback <!here>\n") + 1, "only the first 500 characters"
-    short = run_failed(run=make_run(status=RunStatus.FAILED, error="ValueError: bad input"))
-    assert "ValueError: bad input" in sections(short.blocks)[0] and "cut;" not in sections(short.blocks)[0]
+    (body,) = sections(message.blocks)
+    assert body == ":x: *deploy* failed at node `deployer`: ValueError: bad input &lt;!here&gt;"
+    assert message.text == body
+    assert "the bot's log has the details (the error goes on for more lines)" in all_text(message)
+    nowhere = run_failed(run=make_run(status=RunStatus.FAILED, error="the graph produced no result"))
+    assert sections(nowhere.blocks) == [":x: *deploy* failed: the graph produced no result"]
+    assert "more lines" not in all_text(nowhere)
+
+
+def test_run_failed_cuts_a_long_first_line() -> None:
+    message = run_failed(run=make_run(status=RunStatus.FAILED, error="node n: E: " + "<" * 5000))
+    assert_within_limits(message)
+    (body,) = sections(message.blocks)
+    assert body.endswith("&lt; …") and body.count("&lt;") == 300 - len("E: ")
 
 
 def test_every_run_message_survives_hostile_names_and_sizes() -> None:
@@ -154,3 +163,108 @@ def test_graph_list_with_many_graphs_is_cut_and_counted() -> None:
     text = graph_list(command="/graph", graphs=graphs)
     assert len(text) <= 3000
     assert "more" in text and "graph0" in text and "graph99" not in text
+
+
+# --- outcomes: a rejection reads as one, whatever Strands called it --------------------------------
+
+
+def answered(key: str, *, verdict: Verdict, user: str, at: float, text: str | None = None, **changes: Any) -> Ask:
+    fields: dict[str, Any] = {
+        "key": key,
+        "interrupt_id": f"i-{key}",
+        "name": "approve_deploy",
+        "reason": None,
+        "node_id": "deployer",
+        "status": AskStatus.CONSUMED,
+        "created_at": at - 1,
+        "decision": Decision(verdict=verdict, user=user, at=at, text=text),
+    }
+    return Ask(**(fields | changes))
+
+
+HITL_ASK = {"name": "strands:human-in-the-loop", "reason": 'Approve "delete_resources"?\n  Input: {}'}
+
+
+def test_a_rejected_run_is_headed_as_a_rejection_with_who_and_why() -> None:
+    ask = answered("a1", verdict=Verdict.REJECT, user="U0BOB", at=10.0, text="not before the audit", **HITL_ASK)
+    message = run_completed(run=make_run(graph="cleanup", asks={"a1": ask}, output="Cleanup cancelled."))
+    assert_within_limits(message)
+    first = sections(message.blocks)[0]
+    assert (
+        first
+        == ":no_entry: *cleanup* ended: <@U0BOB> rejected *Tool approval: delete_resources*\n> not before the audit"
+    )
+    assert message.text.startswith(":no_entry: *cleanup* ended: rejected by <@U0BOB>: not before the audit")
+    assert "Cleanup cancelled." in all_text(message)
+    assert "white_check_mark" not in message.text + all_text(message) and "finished" not in message.text
+
+
+def test_a_hitl_reply_it_reads_as_no_is_a_rejection_and_one_it_approves_is_not() -> None:
+    denied = answered("a1", verdict=Verdict.REPLY, user="U0BOB", at=10.0, text="not now", **HITL_ASK)
+    assert run_completed(run=make_run(asks={"a1": denied})).text.startswith(":no_entry:")
+    approved = answered("a1", verdict=Verdict.REPLY, user="U0BOB", at=10.0, text=" Yes ", **HITL_ASK)
+    assert run_completed(run=make_run(asks={"a1": approved})).text.startswith(":white_check_mark:")
+    other = answered("a1", verdict=Verdict.REPLY, user="U0BOB", at=10.0, text="not now")
+    assert run_completed(run=make_run(asks={"a1": other})).text.startswith(":white_check_mark:"), "graph code decides"
+
+
+def test_a_rejection_followed_by_a_new_question_and_an_approval_ends_approved() -> None:
+    first = answered("a1", verdict=Verdict.REJECT, user="U0BOB", at=10.0, text="too long")
+    second = answered("a2", verdict=Verdict.APPROVE, user="U0BOB", at=30.0, created_at=20.0)
+    message = run_completed(run=make_run(asks={"a1": first, "a2": second}, output="done"))
+    assert message.text.startswith(":white_check_mark: *deploy* finished: done")
+
+
+def test_one_rejection_among_parallel_answers_names_its_node() -> None:
+    batch = {"name": "approve_batch", "created_at": 1.0}  # raised together, in one pass
+    eu = answered("a1", verdict=Verdict.APPROVE, user="U0BOB", at=10.0, node_id="eu", **batch)
+    us = answered("a2", verdict=Verdict.REJECT, user="U0CAROL", at=12.0, node_id="us", text="peak", **batch)
+    message = run_completed(run=make_run(asks={"a1": eu, "a2": us}, output="eu: restarted"))
+    expected = ":no_entry: *deploy* ended: <@U0CAROL> rejected *Approve batch* (node `us`)\n> peak"
+    assert sections(message.blocks)[0] == expected
+
+
+def test_parallel_answers_with_a_rejection_list_each_rejection_by_node() -> None:
+    eu = answered("a1", verdict=Verdict.APPROVE, user="U0BOB", at=10.0, node_id="eu", name="approve_batch")
+    us = answered("a2", verdict=Verdict.REJECT, user="U0CAROL", at=12.0, node_id="us", name="approve_batch")
+    ops = answered("a3", verdict=Verdict.REJECT, user="U0DAN", at=13.0, node_id="ops", name="approve_batch")
+    message = run_completed(run=make_run(asks={"a1": eu, "a2": us, "a3": ops}, output="eu: restarted"))
+    assert_within_limits(message)
+    assert sections(message.blocks)[0] == (
+        ":no_entry: *deploy* ended: rejected by <@U0CAROL>, <@U0DAN>\n"
+        "• <@U0CAROL> rejected *Approve batch* (node `us`)\n_(no reason given)_\n"
+        "• <@U0DAN> rejected *Approve batch* (node `ops`)\n_(no reason given)_"
+    )
+
+
+def test_output_mentions_are_live_and_broadcasts_stay_escaped() -> None:
+    output = "Refunded 25.0 on order A-1, approved by <@U0ALICE> <!channel> <!subteam^S0OPS|@ops>"
+    message = run_completed(run=make_run(output=output))
+    assert_within_limits(message)
+    expected = "approved by <@U0ALICE> &lt;!channel&gt; <!subteam^S0OPS|@ops>"
+    assert expected in sections(message.blocks)[1] and expected in message.text
+
+
+def test_a_node_gate_rejection_names_who_and_quotes_the_gate() -> None:
+    ask = answered("a1", verdict=Verdict.REJECT, user="U0BOB", at=10.0, text="legal", name="approve_publish")
+    error = "node publish not run: sign-off refused by <@U0BOB>: legal <!here>"
+    message = run_rejected(run=make_run(status=RunStatus.REJECTED, error=error, asks={"a1": ask}))
+    assert_within_limits(message)
+    assert sections(message.blocks)[0] == (
+        ":no_entry: *deploy* stopped: rejected, node not run\n<@U0BOB> rejected *Approve publish*\n> legal\n"
+        "> node publish not run: sign-off refused by <@U0BOB>: legal &lt;!here&gt;"
+    )
+
+
+def test_every_ending_survives_hostile_rejections() -> None:
+    asks = {
+        f"a{i}": answered(
+            f"a{i}", verdict=Verdict.REJECT, user=f"U{i}", at=10.0, text="<!channel>" * 900, name="x" * 900
+        )
+        for i in range(40)
+    }
+    run = make_run(asks=asks, output="`<`" * 900_000, error="<!here>" * 9000, graph="<!everyone>" * 100)
+    for render in (run_completed, run_rejected):
+        message = render(run=run)
+        assert_within_limits(message)
+        assert "…and 35 more rejections" in all_text(message)

@@ -1,0 +1,227 @@
+"""What the demo does with a typed line, and how it shows what the bot says.
+
+A person at the demo's prompt is a Slack user: a slash command becomes a signed request
+to the bot, ``approve 1`` clicks the button on card 1, ``reply 1 text`` clicks Reply and
+submits the modal the bot opens. Mistakes are answered in one line and never reach the
+bot when Slack itself would not have let them through (a button the card no longer has,
+a Reply without text); everything else does, and what the bot refuses is shown as the
+bot said it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
+from demo.console import Console
+from demo.mrkdwn import plain
+from demo.terminal import buttons_of, render_message
+from localslack import LocalSlack, LocalSlackUser
+
+CHANNEL = "C0DEMO"
+USERS = {"U0ALICE": "alice", "U0BOB": "bob", "U0CAROL": "carol"}
+VERBS = ("approve", "reject", "reply", "trust", "retry", "edit")
+HELP = """\
+Start a run:    /graph run deploy billing 1.2.3   (/graph list, /graph help)
+Answer card N:  approve N | reject N [reason] | reply N <text>
+                trust N | retry N | edit N {json}
+Also:           as bob (act as bob) | cards | help | quit (or Ctrl-D)"""
+MODAL_TIMEOUT = 10.0
+# The metadata ``what`` of a run's last message (engine.ports.FINAL; the demo imports only
+# bot and localslack, and tests/demo checks the two agree).
+FINAL = "final"
+
+
+class DemoSession:
+    """One person (who may switch users) in the demo channel, and what they have seen."""
+
+    def __init__(self, *, slack: LocalSlack, user: LocalSlackUser, console: Console, command: str = "/graph") -> None:
+        self.slack = slack
+        self.user = user
+        self.console = console
+        self.command = command
+        self.acting = "U0ALICE"
+        self.cards: list[tuple[str, str]] = []  # (channel, ts), numbered from 1
+        self.started: set[str] = set()  # run ids, from the bot's message metadata
+        self.ended: set[str] = set()
+        self.updated = 0
+        self.last_change = time.monotonic()
+        slack.on_change.append(self._on_change)
+
+    @property
+    def prompt(self) -> str:
+        return f"@{self.name(self.acting)} in #demo> "
+
+    def name(self, user_id: str) -> str:
+        return USERS.get(user_id, user_id)
+
+    def summary(self) -> str:
+        waiting = len(self.started - self.ended)
+        return f"{_count(len(self.ended), 'run')} finished, {waiting} waiting"
+
+    # -- what the bot says ----------------------------------------------------------------------
+
+    def _show(self, message: Mapping[str, Any], label: str) -> None:
+        width, color = self.console.width, self.console.color
+        self.console.say(render_message(message, label=label, user_name=self.name, width=width, color=color))
+
+    def _private(self, body: Any, recipient: str | None) -> None:
+        """An ephemeral message (a command's ack, a refusal): only that person sees it."""
+        if isinstance(body, str):
+            body = {"text": body}
+        if not isinstance(body, Mapping) or not (body.get("text") or body.get("blocks")):
+            return
+        self._show(body, f"only @{self.name(recipient or self.acting)} sees this")
+
+    async def _on_change(self, event: str, details: dict[str, Any]) -> None:
+        self.last_change = time.monotonic()
+        result = details.get("result") or {}
+        if event == "chat.postMessage" and result.get("ok"):
+            message = result["message"]
+            self._track(message)
+            if buttons_of(message):
+                self.cards.append((str(message["channel"]), str(message["ts"])))
+                self._show(message, f"card {len(self.cards)}")
+            else:
+                self._show(message, "bot")
+        elif event == "chat.update" and result.get("ok"):
+            self._updated(str(result["channel"]), str(result["ts"]))
+        elif event == "chat.postEphemeral" and result.get("ok"):
+            params = details.get("params") or {}
+            self._private(params, str(params.get("user") or "") or None)
+        elif event == "command_ack" and details.get("effect") in ("ephemeral", "in_channel"):
+            self._private(details.get("body"), None)
+        elif event == "response_url" and details.get("effect"):
+            self._responded(str(details["effect"]), details.get("body") or {})
+
+    def _responded(self, effect: str, body: Mapping[str, Any]) -> None:
+        if effect == "replace_original":  # a card updated through its response_url
+            latest = self.slack.responses[-1] if self.slack.responses else {}
+            self._updated(str(latest.get("channel")), str(latest.get("message_ts")))
+        elif effect in ("ephemeral", "in_channel"):
+            self._private(body, None)
+
+    def _updated(self, channel: str, ts: str) -> None:
+        message = self.slack.message(channel, ts) or {}
+        self._track(message)
+        number = self.number(channel, ts)
+        self.updated += 1
+        self._show(message, f"card {number} updated" if number else "message updated")
+
+    def _track(self, message: Mapping[str, Any]) -> None:
+        payload = (message.get("metadata") or {}).get("event_payload") or {}
+        run_id = payload.get("run_id")
+        if isinstance(run_id, str):
+            self.started.add(run_id)
+            if payload.get("what") == FINAL:
+                self.ended.add(run_id)
+
+    def number(self, channel: str, ts: str) -> int:
+        return self.cards.index((channel, ts)) + 1 if (channel, ts) in self.cards else 0
+
+    # -- what the person types ------------------------------------------------------------------
+
+    async def handle(self, line: str) -> bool:
+        """Carry out one typed line; False means the person wants to stop."""
+        line = line.strip()
+        if not line:
+            return True
+        if line.startswith("/"):
+            await self._slash(line)
+            return True
+        verb, _, rest = line.partition(" ")
+        verb, rest = verb.lower(), rest.strip()
+        if verb in ("quit", "exit", "q"):
+            return False
+        if verb == "help":
+            self.console.say(HELP)
+        elif verb == "as":
+            self._act_as(rest)
+        elif verb == "cards":
+            self._list_cards()
+        elif verb in VERBS:
+            number, _, text = rest.partition(" ")
+            if not number.isdigit():
+                self.console.note(f"which card? e.g. {verb} 1" + (" <text>" if verb == "reply" else ""))
+            else:
+                await self.answer(int(number), verb, text.strip() or None)
+        else:
+            self.console.note(f"{verb!r} is not a demo command; type help to see them")
+        return True
+
+    async def _slash(self, line: str) -> None:
+        command, _, text = line.partition(" ")
+        if command != self.command:
+            self.console.note(f"this workspace has one slash command, {self.command}; try {self.command} help")
+            return
+        response = await self.user.slash_command(text=text, user_id=self.acting, channel_id=CHANNEL, command=command)
+        if response.status != 200:
+            self.console.note(f"the bot answered HTTP {response.status}")
+
+    def _act_as(self, who: str) -> None:
+        match = [u for u, n in USERS.items() if who.lower().lstrip("@") in (n, u.lower())]
+        if not match:
+            choices = ", ".join(f"as {n}" for n in USERS.values())
+            self.console.note(f"there is no user {who!r} here; try {choices}" if who else f"as whom? try {choices}")
+            return
+        self.acting = match[0]
+        self.console.note(f"you are now @{self.name(self.acting)}")
+
+    def _list_cards(self) -> None:
+        if not self.cards:
+            self.console.note("no cards yet: start a run, e.g. /graph run deploy billing 1.2.3")
+        for number, (channel, ts) in enumerate(self.cards, 1):
+            buttons = buttons_of(self.slack.message(channel, ts) or {})
+            self.console.note(f"card {number}: {' '.join(buttons) if buttons else 'answered'}")
+
+    async def answer(self, number: int, verb: str, text: str | None) -> None:
+        """Click ``verb`` on card ``number``; for Reply, Reject and Edit, fill in the modal too."""
+        if not 1 <= number <= len(self.cards):
+            there = f"cards are 1 to {len(self.cards)}" if self.cards else "no cards yet"
+            self.console.note(f"there is no card {number} ({there})")
+            return
+        channel, ts = self.cards[number - 1]
+        message = self.slack.message(channel, ts) or {}
+        label, buttons = verb.capitalize(), buttons_of(message)
+        if label not in buttons:
+            has = f"it has {', '.join(buttons)}" if buttons else "it was answered"
+            self.console.note(f"card {number} has no {label} button ({has})")
+            return
+        if verb == "reply" and not text:
+            self.console.note(f"type the reply after the card number: reply {number} <text>")
+            return
+        if verb == "edit" and not text:
+            self.console.note(f"type the new input after the card number, as JSON: edit {number} {{...}}")
+            return
+        before = {v["id"] for v in self.slack.open_views(self.acting)}
+        response = await self.user.click(message=message, label=label, user_id=self.acting, channel_id=channel)
+        if response.status != 200:
+            self.console.note(f"the bot answered HTTP {response.status} to the click")
+            return
+        if verb not in ("reply", "reject", "edit"):
+            return
+        # A modal the bot refused stays open (as in Slack), and a new views.open replaces it:
+        # so wait for a view that was not open before, not for one more view.
+        try:
+            view = await self.slack.wait_for(
+                lambda: next((v for v in self.slack.open_views(self.acting) if v["id"] not in before), None),
+                timeout=MODAL_TIMEOUT,
+                what=f"the {label} form to open",
+            )
+        except TimeoutError:
+            self.console.note(f"the bot opened no {label} form for card {number} within {MODAL_TIMEOUT:.0f} s")
+            return
+        values = {TEXT_BLOCK_ID: {TEXT_ACTION_ID: text or ""}}
+        submitted = await self.user.submit_view(view=view, values=values, user_id=self.acting)
+        errors = submitted.body.get("errors") if isinstance(submitted.body, dict) else None
+        if errors:
+            said = "; ".join(plain(str(e), user_name=self.name) for e in errors.values())
+            self.console.note(f"the bot refused it: {said} (card {number} still waits)")
+        elif submitted.status != 200:
+            self.console.note(f"the bot answered HTTP {submitted.status} to the form")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

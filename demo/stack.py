@@ -1,0 +1,77 @@
+"""The pieces the demo runs: a local Slack, the bot's real web app on a local port, a user.
+
+Kept apart from the session so that importing the demo does not import the bot (and
+Strands, which takes seconds): the session imports this only once its Ctrl-C handling
+is in place.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from types import TracebackType
+from typing import Self
+
+from aiohttp import web
+
+from bot.server import build_web_app
+from bot.services import build_services
+from bot.settings import Settings
+from demo.commands import CHANNEL, USERS
+from localslack import LocalSlack, LocalSlackUser
+
+
+class Stack:
+    """``async with Stack(state=folder)``: everything started, and stopped again on exit."""
+
+    def __init__(self, *, state: str) -> None:
+        self.state = state
+        self.slack = LocalSlack(users=USERS, channels={CHANNEL: "demo"})
+        self._runner: web.AppRunner | None = None
+        self._user: LocalSlackUser | None = None
+        self.command = "/graph"
+
+    @property
+    def user(self) -> LocalSlackUser:
+        if self._user is None:
+            raise RuntimeError("the demo stack is not started")
+        return self._user
+
+    async def __aenter__(self) -> Self:
+        secret = secrets.token_hex(16)
+        await self.slack.start()
+        try:
+            settings = Settings.model_validate(
+                {
+                    "SLACK_BOT_TOKEN": self.slack.bot_token,
+                    "SLACK_SIGNING_SECRET": secret,
+                    "SLACK_API_URL": self.slack.api_url,
+                    "SQLITE_PATH": os.path.join(self.state, "runs.sqlite3"),
+                    "GRAPH_MODULES": os.environ.get("GRAPH_MODULES", ""),
+                    "EXAMPLE_GRAPHS": True,  # the demo is where the examples are for
+                }
+            )
+            self.command = settings.slack_command
+            self._runner = web.AppRunner(build_web_app(services=build_services(settings)), access_log=None)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, "127.0.0.1", 0)
+            await site.start()
+            port = self._runner.addresses[0][1]
+            url = f"http://127.0.0.1:{port}/slack/events"
+            self._user = LocalSlackUser(bot_url=url, signing_secret=secret, slack=self.slack)
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._user is not None:
+            await self._user.aclose()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.slack.stop()

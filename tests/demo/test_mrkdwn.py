@@ -1,0 +1,75 @@
+"""Slack mrkdwn in the demo's terminal: styling instead of markers, names instead of ids."""
+
+from __future__ import annotations
+
+from demo.mrkdwn import EMOJI, Run, cols, inline, paint, plain, visible, wrap
+
+NAMES = {"U0ALICE": "alice"}
+
+
+def _name(user_id: str) -> str:
+    return NAMES.get(user_id, user_id)
+
+
+def test_markers_become_styles_and_code_stays_literal() -> None:
+    runs = inline("*deploy* is _done_, ~not~ `a *b* c`", user_name=_name)
+    assert runs == [
+        Run("deploy", frozenset({"bold"})),
+        Run(" is "),
+        Run("done", frozenset({"italic"})),
+        Run(", "),
+        Run("not", frozenset({"strike"})),
+        Run(" "),
+        Run("a *b* c", frozenset({"code"})),
+    ]
+
+
+def test_markers_inside_words_are_text() -> None:
+    assert plain("snake_case_name 2*3*4 a~b~c", user_name=_name) == "snake_case_name 2*3*4 a~b~c"
+
+
+def test_mentions_groups_links_dates_and_entities_resolve() -> None:
+    text = (
+        "<@U0ALICE> and <@U0NOBODY> ask <!subteam^S0OPS|@oncall> (<!here>): "
+        "see <https://example.com/a_b|the runbook>, <https://example.com>, "
+        "<!date^1700000000^{date}|Nov 14> &lt;tag&gt; &amp; more"
+    )
+    assert plain(text, user_name=_name) == (
+        "@alice and @U0NOBODY ask @oncall (@here): see the runbook (https://example.com/a_b), "
+        "https://example.com, Nov 14 <tag> & more"
+    )
+
+
+def test_the_bots_shortcodes_are_emoji_and_unknown_ones_stay() -> None:
+    text = ":arrow_forward: :white_check_mark: :x: :no_entry: :no_entry_sign: :warning: :unknown_code: 10:30:45"
+    shown = plain(text, user_name=_name)
+    assert shown == "▶ ✅ ❌ ⛔ 🚫 ⚠ :unknown_code: 10:30:45"
+    assert {"arrow_forward", "white_check_mark", "x", "no_entry", "no_entry_sign", "warning"} <= set(EMOJI)
+
+
+def test_paint_styles_only_with_color_and_one_escape_per_stretch() -> None:
+    line = inline("*two words* and `x`", user_name=_name)
+    assert paint(line, color=False) == "two words and x"
+    assert paint(line, color=True) == "\x1b[1mtwo words\x1b[0m and \x1b[36mx\x1b[0m"
+    assert visible(paint(line, color=True)) == "two words and x"
+
+
+def test_cols_counts_wide_characters_twice() -> None:
+    assert cols("abc") == 3
+    assert cols("✅ ok") == 5
+    assert cols("✏️") == 1  # the variation selector takes no column
+
+
+def test_wrap_keeps_words_styles_and_indents_continuations() -> None:
+    line = [Run("  plan: "), Run("deploy " * 12, frozenset({"bold"}))]
+    wrapped = wrap(line, 30)
+    texts = [paint(w, color=False) for w in wrapped]
+    assert all(cols(t) <= 30 for t in texts)
+    assert texts[0].startswith("  plan: deploy") and all(t.startswith("    deploy") for t in texts[1:])
+    assert " ".join(t.strip() for t in texts).split() == ["plan:", *["deploy"] * 12]
+    assert {run.style for w in wrapped for run in w if run.text == "deploy"} == {frozenset({"bold"})}
+
+
+def test_wrap_cuts_a_word_longer_than_the_line_and_keeps_hard_breaks() -> None:
+    texts = [paint(w, color=False) for w in wrap([Run("x" * 50 + "\nnext")], 20)]
+    assert texts == ["x" * 20, "  " + "x" * 18, "  " + "x" * 12, "next"]
