@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import math
 import os
@@ -56,7 +57,11 @@ def _sweep_seconds(text: str) -> float:
         seconds = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or seconds < MIN_SWEEP_SECONDS:
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a number of seconds: give one, {MIN_SWEEP_SECONDS:g} or more (default 60)"
+        )
+    if seconds < MIN_SWEEP_SECONDS:
         raise argparse.ArgumentTypeError(
             f"{text} is too short: sweep at most once a second (--sweep-seconds {MIN_SWEEP_SECONDS:g} or more)"
         )
@@ -144,6 +149,9 @@ async def _sweep(services: Services) -> list[Run]:
     return await services.engine.sweep()
 
 
+_OWN_PACKAGES = ("engine", "persistence", "graph_defs", "localslack", "demo")
+
+
 def _cwd_on_path() -> None:
     """Let ``GRAPH_MODULES=refunds`` find ``refunds.py`` in the current directory.
 
@@ -152,9 +160,15 @@ def _cwd_on_path() -> None:
     rather than in ``graph_defs.load_graph_modules``: loading graphs must not change the
     interpreter's import path as a side effect (the Lambda handler and the tests call it,
     and Lambda's working directory, the task root, is on the path already). It is
-    appended, not put first, so a file in the current directory never shadows an
-    installed package of the same name.
+    appended, not put first, so a file in the current directory does not shadow a
+    regular installed package. An editable install (``pip install -e .``) is found
+    *after* every ``sys.path`` entry, though, so a ``demo.py`` or ``engine.py`` in the
+    current directory would shadow this project's own packages: they are imported first
+    (their ``__init__`` modules are light), and a name in ``sys.modules`` is never looked
+    up again.
     """
+    for package in _OWN_PACKAGES:
+        importlib.import_module(package)
     cwd = os.getcwd()
     if all(os.path.abspath(entry or os.curdir) != cwd for entry in sys.path):
         sys.path.append(cwd)

@@ -96,7 +96,8 @@ def _graph_module(error: BaseException) -> str:
     listed = module in {m.strip() for m in os.environ.get("GRAPH_MODULES", "").split(",")}
     where = f"GRAPH_MODULES names {module!r}" if listed else f"the graph module {module!r}"
     if isinstance(cause, GraphDefinitionError):
-        return f"{'GRAPH_MODULES: ' if listed else ''}{cause}; give each graph a name of its own"
+        advice = "give each graph a name of its own" if "defined twice" in str(cause) else f"fix it in {module}"
+        return f"{'GRAPH_MODULES: ' if listed else ''}{cause}; {advice}"
     if error.not_found:
         if module.endswith(".py") or "/" in module:
             suggestion = module.removesuffix(".py").replace("/", ".")
@@ -110,13 +111,17 @@ def _graph_module(error: BaseException) -> str:
 
 
 def _last_line(error: BaseException) -> str:
-    """The last line of ``error``'s traceback, with where it was raised (file:line)."""
-    lines = "".join(traceback.format_exception_only(error)).strip().splitlines()
-    text = lines[-1] if lines else type(error).__name__
+    """The error as its traceback's last line would name it (type and first line of the
+    message), and where the module's own code raised it: the last frame outside the
+    installed packages, so a pydantic or boto error points at the user's line."""
     if isinstance(error, SyntaxError) and error.filename:
-        return f"{text} (at {error.filename}:{error.lineno})"
+        return f"SyntaxError: {error.msg} (at {error.filename}:{error.lineno})"
+    message = str(error).strip().splitlines()
+    text = f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
     frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<frozen")]
-    return f"{text} (at {frames[-1].filename}:{frames[-1].lineno})" if frames else text
+    own = [f for f in frames if "site-packages" not in f.filename and "/lib/python" not in f.filename]
+    frame = (own or frames)[-1] if frames else None
+    return f"{text} (at {frame.filename}:{frame.lineno})" if frame else text
 
 
 # -- AWS -----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "AWS_ENDPOINT_URL_DYNAMODB": "a DynamoDB endpoint instead of AWS's (e.g. a local one)",
     "AWS_ENDPOINT_URL_S3": "an S3 endpoint instead of AWS's",
     "LEASE_SECONDS": "how long a resuming process owns a run, 5 or more (default 120)",
+    "DELIVERY_GRACE_SECONDS": "seconds before the sweeper delivers what another process owes Slack (default 60)",
     "LOG_LEVEL": "DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
     "LOG_LEVEL*": "DEBUG, INFO, WARNING (default here), ERROR or CRITICAL",
 }
@@ -47,9 +48,9 @@ _STORE: Final = (
 )
 
 READS: Final[dict[str, tuple[str, ...]]] = {
-    "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, "LEASE_SECONDS", "LOG_LEVEL"),
-    "socket": (*_SLACK, "SLACK_APP_TOKEN", *_GRAPHS, *_STORE, "LEASE_SECONDS", "LOG_LEVEL"),
-    "sweep": (*_SLACK, *_GRAPHS, *_STORE, "LEASE_SECONDS", "LOG_LEVEL"),
+    "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, "LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "LOG_LEVEL"),
+    "socket": (*_SLACK, "SLACK_APP_TOKEN", *_GRAPHS, *_STORE, "LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "LOG_LEVEL"),
+    "sweep": (*_SLACK, *_GRAPHS, *_STORE, "LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "LOG_LEVEL"),
     "create-table": (
         "DYNAMODB_TABLE*",
         "SNAPSHOT_BUCKET*",

@@ -10,7 +10,7 @@ line that names the setting and says what to set, for ``approval-bot`` to print.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_core import ErrorDetails
@@ -48,6 +48,16 @@ class Settings(BaseSettings):
     sqlite_path: str = Field(default=".approval-bot/runs.sqlite3", alias="SQLITE_PATH")
     port: int = Field(default=3000, alias="PORT", ge=1, le=65535)
     lease_seconds: float = Field(default=120.0, alias="LEASE_SECONDS", ge=5, allow_inf_nan=False)
+    # Read where they are used (graph_defs.models when a graph is built, engine.records at
+    # import); checked here too, so that a typo stops the bot at start with one line instead
+    # of failing every run, or the first sweep, later.
+    graph_model: Literal["bedrock", "offline"] = Field(default="bedrock", alias="GRAPH_MODEL")
+    delivery_grace_seconds: float = Field(default=60.0, alias="DELIVERY_GRACE_SECONDS", gt=0, allow_inf_nan=False)
+
+    @field_validator("graph_model", mode="before")
+    @classmethod
+    def _model_choice(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("graph_modules", mode="before")
     @classmethod
@@ -86,6 +96,8 @@ _SHAPES: Final[dict[str, tuple[str, str, str]]] = {
     "PORT": ("a port number (an integer from 1 to 65535)", "8080", "3000"),
     "LEASE_SECONDS": ("a number of seconds, 5 or more", "120", "120"),
     "EXAMPLE_GRAPHS": ("true or false", "true", "false"),
+    "GRAPH_MODEL": ("bedrock or offline", "bedrock", "bedrock"),
+    "DELIVERY_GRACE_SECONDS": ("a number of seconds, more than 0", "60", "60"),
 }
 _MISSING: Final[dict[str, str]] = {
     "SLACK_BOT_TOKEN": "the app's bot token, xoxb-…, from OAuth & Permissions",

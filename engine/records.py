@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
@@ -25,7 +26,24 @@ from typing import Any
 # a sweeper delivers it instead (checking Slack first for what was already posted).
 # ``DELIVERY_GRACE_SECONDS`` overrides it (tests shorten it; a sweeper that runs rarely
 # gains nothing from a shorter one).
-DELIVERY_GRACE_SECONDS = float(os.environ.get("DELIVERY_GRACE_SECONDS") or 60.0)
+DEFAULT_DELIVERY_GRACE_SECONDS = 60.0
+
+
+def _grace_from_environment() -> float:
+    """The override, or the default for a value that is not a positive number of seconds.
+
+    This module is imported before any setting is checked (it is the engine's vocabulary),
+    so it must not fail on a typo: ``bot.settings`` reports a bad value in one line and
+    stops the bot before anything here is used.
+    """
+    try:
+        value = float(os.environ.get("DELIVERY_GRACE_SECONDS") or DEFAULT_DELIVERY_GRACE_SECONDS)
+    except ValueError:
+        return DEFAULT_DELIVERY_GRACE_SECONDS
+    return value if 0 < value < math.inf else DEFAULT_DELIVERY_GRACE_SECONDS
+
+
+DELIVERY_GRACE_SECONDS = _grace_from_environment()
 MAX_TRAIL = 200
 MAX_BACKOFF_DOUBLINGS = 10  # a delivery that keeps failing is retried at most ~17 h apart (60 s grace)
 # A waiting run's offloaded state carries a TTL; the sweeper rewrites it this long before

@@ -8,8 +8,7 @@ Two sources get one more button: an Edit on a ``BeforeToolCallEvent`` gate sends
 Retry on a ``review_after`` ask sends ``"retry"``. Strands' own ``HumanInTheLoop``
 intervention evaluates its response itself (``True``, ``"y"`` or ``"yes"`` approve,
 anything else denies, ``"t"``/``"trust"`` trusts when ``enable_trust`` is on), so its
-interrupts get the plain strings it understands, and :func:`denies` knows which of its
-answers it reads as a no.
+interrupts get the plain strings it understands.
 """
 
 from __future__ import annotations
@@ -27,8 +26,6 @@ TOOL_GATE_ID_PREFIX = "v1:before_tool_call:"  # Strands' id for BeforeToolCallEv
 BASIC_VERDICTS = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 # What HumanInTheLoop's default evaluation approves (strands.interventions.default_evaluate),
 # and what it trusts when enable_trust is on (the ask then offers Trust).
-HITL_APPROVALS = frozenset({"y", "yes"})
-HITL_TRUSTS = frozenset({"t", "trust"})
 
 
 def verdicts_for(*, graph: Graph, node_id: str, name: str, interrupt_id: str) -> tuple[Verdict, ...]:
@@ -75,22 +72,13 @@ def response_for(ask: Ask, decision: Decision) -> Any:
 
 
 def denies(ask: Ask) -> bool:
-    """Whether the answer on ``ask`` said no to what it asked.
+    """Whether the answer on ``ask`` was a Reject.
 
-    A Reject always does. HumanInTheLoop also reads a typed Reply as a no unless it is
-    one of the words it approves (or trusts) by default: "not before the audit" denies
-    the call just as the Reject button does. Other sources hand a Reply to graph code,
-    which decides; the bot does not guess at what it made of it.
+    Only the Reject button counts. A Reply is handed to graph code (or to a
+    HumanInTheLoop whose ``evaluate`` may be the graph author's own), which decides what
+    it means; the bot does not guess, so a Reply never makes a run read as rejected.
     """
-    decision = ask.decision
-    if decision is None:
-        return False
-    if decision.verdict is Verdict.REJECT:
-        return True
-    if ask.name != HITL_INTERRUPT_NAME or decision.verdict is not Verdict.REPLY:
-        return False
-    said = (decision.text or "").strip().lower()
-    return not (said in HITL_APPROVALS or (Verdict.TRUST in ask.verdicts and said in HITL_TRUSTS))
+    return ask.decision is not None and ask.decision.verdict is Verdict.REJECT
 
 
 def _hitl_response(decision: Decision) -> str:

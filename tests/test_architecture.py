@@ -50,6 +50,11 @@ def test_packages_import_each_other_only_as_drawn() -> None:
         assert actual == ALLOWED[package], f"{package} no longer imports {ALLOWED[package] - actual}: redraw"
 
 
+def test_only_the_console_script_reaches_into_the_demo() -> None:
+    """``bot`` → ``demo`` closes a loop (``demo`` drives ``bot``): one entry point, no more."""
+    assert _imports("bot")["demo"] == {"bot/cli.py"}
+
+
 def test_the_readme_lists_the_same_arrows() -> None:
     readme = (REPO / "README.md").read_text()
     section = readme.split("Imports between the top-level packages, exactly:", 1)[1].split("\n\n", 2)[1]

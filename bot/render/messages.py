@@ -61,17 +61,19 @@ def run_started(*, run: Run) -> Rendered:
 def run_completed(*, run: Run, max_blocks: int = MAX_OUTPUT_BLOCKS, max_chars: int = MESSAGE_TEXT_BUDGET) -> Rendered:
     """The final output, as much of it as one message can hold, and a note if cut.
 
-    A run whose decisive answer was a no (``engine.outcome``) completed in Strands' eyes
-    but did not do what was asked: it is headed as a rejection, naming who said no and
-    why, and the graph's own words follow.
+    A run whose decisive answer was a Reject (``engine.outcome``) completed in Strands'
+    eyes, but not as asked: it is headed as finished after a rejection, naming who
+    rejected what and why, and the graph's own words follow. "Finished after", not
+    "rejected": a graph may carry on without what was refused (a triage without the logs
+    a reviewer withheld), and its output says what it made of it.
     """
     denied = rejections(run)
     if denied:
-        fallback = f":no_entry: *{short(run.graph)}* ended: rejected by {_deciders(denied)}"
+        fallback = f":no_entry: *{short(run.graph)}* finished after a rejection by {_deciders(denied)}"
         fallback += f": {cut(_first_reason(denied), 300)}"
         # Parallel questions (one per region, say): name the node each rejection was about.
         nodes = len({a.node_id for a in decisive_asks(run)}) > 1
-        lead = f":no_entry: *{short(run.graph)}* ended: " + _rejection_lines(
+        lead = f":no_entry: *{short(run.graph)}* finished after " + _rejection_lines(
             denied, limit=_REJECTIONS_LIMIT, name_nodes=nodes
         )
     else:
@@ -235,13 +237,13 @@ def _deciders(asks: Sequence[Ask]) -> str:
 def _rejection_lines(asks: Sequence[Ask], *, limit: int, single_line: bool = True, name_nodes: bool = False) -> str:
     """Who rejected what (the card's title) and why (quoted), per rejected ask.
 
-    One rejection continues the head's line (``… ended: @bob rejected *Title*``); several
-    are listed under ``rejected by @a, @b``.
+    One rejection continues the head's line (``… finished after @bob rejected *Title*``);
+    several are listed under ``rejections by @a, @b``.
     """
     lines: list[str] = []
     several = len(asks) > 1
     if several and single_line:
-        lines.append(f"rejected by {_deciders(asks)}")
+        lines.append(f"rejections by {_deciders(asks)}")
     name_nodes = name_nodes or len({a.node_id for a in asks}) > 1
     shown = asks[:_MAX_REJECTIONS]
     per_reason = max(100, limit // len(shown) - 250)  # a line naming who and what takes at most ~230

@@ -99,7 +99,8 @@ def escape_keeping_mentions(text: str) -> str:
     parts: list[str] = []
     pos = 0
     for match in _KEPT_MENTION.finditer(text):
-        parts += [escape(text[pos : match.start()]), match.group(0)]
+        # Without its label: Slack shows the group's real handle, and a label could read "@here".
+        parts += [escape(text[pos : match.start()]), match.group(0).split("|", 1)[0].removesuffix(">") + ">"]
         pos = match.end()
     parts.append(escape(text[pos:]))
     return "".join(parts)

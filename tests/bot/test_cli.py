@@ -107,7 +107,22 @@ def _cases(refusing: str, closed: str) -> list[Case]:
         Case("port-not-a-number", ("serve", "--port", "abc"), ("--port", "'abc'")),
         Case("sweep-seconds-zero", ("serve", "--sweep-seconds", "0"), ("--sweep-seconds", "1 or more")),
         Case("sweep-seconds-negative", ("socket", "--sweep-seconds=-5"), ("--sweep-seconds", "1 or more")),
-        Case("sweep-seconds-nan", ("socket", "--sweep-seconds", "nan"), ("--sweep-seconds",)),
+        Case("sweep-seconds-nan", ("socket", "--sweep-seconds", "nan"), ("--sweep-seconds", "not a number of seconds")),
+        Case(
+            "sweep-seconds-inf", ("serve", "--sweep-seconds", "1e400"), ("--sweep-seconds", "not a number of seconds")
+        ),
+        Case(
+            "delivery-grace",
+            ("sweep",),
+            ("DELIVERY_GRACE_SECONDS='abc'", "more than 0"),
+            {**SLACK, "DELIVERY_GRACE_SECONDS": "abc"},
+        ),
+        Case(
+            "graph-model",
+            ("serve",),
+            ("GRAPH_MODEL='openai'", "bedrock or offline"),
+            {**SLACK, "GRAPH_MODEL": "openai"},
+        ),
         Case("unknown-command", ("serv",), ("serv", "serve")),
         Case("env-port-not-a-number", ("serve",), ("PORT='abc'", "65535"), {**SLACK, "PORT": "abc"}),
         Case("env-port-out-of-range", ("serve",), ("PORT='70000'", "65535"), {**SLACK, "PORT": "70000"}),
@@ -240,6 +255,21 @@ def test_graph_modules_finds_a_module_in_the_current_directory(workdir: Path, tm
 
     assert done.returncode == 0, done.stderr
     assert (workdir / "imported.txt").read_text() == "refunds"
+
+
+def test_files_named_like_the_projects_packages_do_not_shadow_them(workdir: Path, tmp_path: Path) -> None:
+    """The editable install is searched after ``sys.path``: a ``demo.py`` next to the graphs must not win."""
+    folder = tmp_path / "shadows"
+    folder.mkdir()
+    (folder / "refunds.py").write_text((workdir / "refunds.py").read_text())
+    for name in ("engine", "persistence", "graph_defs", "localslack", "demo"):
+        (folder / f"{name}.py").write_text(f"raise SystemExit('the local {name}.py was imported')\n")
+    env = {**SLACK, "GRAPH_MODULES": "refunds", "SQLITE_PATH": str(tmp_path / "runs.sqlite3")}
+
+    done = _run(["sweep"], env, home=workdir / "home", cwd=folder)
+
+    assert done.returncode == 0, done.stderr
+    assert (folder / "imported.txt").read_text() == "refunds"
 
 
 def test_serve_says_listening_once_and_warns_once_when_no_graph_is_registered(tmp_path: Path) -> None:

@@ -65,7 +65,9 @@ async def test_reject_with_a_reason_skips_the_side_effect(
     done = await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the result")
 
     assert "rejected by U0BOB: not on a Friday" in all_text(done)
-    assert str(done["text"]).startswith(":no_entry: *guarded-write* ended: rejected by <@U0BOB>: not on a Friday")
+    assert str(done["text"]).startswith(
+        ":no_entry: *guarded-write* finished after a rejection by <@U0BOB>: not on a Friday"
+    )
     assert not markers_file.exists() or markers_file.read_text() == ""
     assert "Rejected by <@U0BOB>" in str(local_slack.message(CHANNEL, card["ts"]))
 

@@ -41,9 +41,12 @@ async def test_a_rejected_cleanup_reads_as_a_rejection_naming_who_and_why(
     done = await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the end")
 
     text = all_text(done)
-    assert str(done["text"]).startswith(":no_entry: *cleanup* ended: rejected by <@U0BOB>: not before the audit")
+    assert str(done["text"]).startswith(
+        ":no_entry: *cleanup* finished after a rejection by <@U0BOB>: not before the audit"
+    )
     assert done["blocks"][0]["text"]["text"] == (
-        ":no_entry: *cleanup* ended: <@U0BOB> rejected *Tool approval: delete_resources*\n> not before the audit"
+        ":no_entry: *cleanup* finished after <@U0BOB> rejected *Tool approval: delete_resources*"
+        "\n> not before the audit"
     )
     assert "nothing was deleted" in text
     assert "white_check_mark" not in text and "CONFIRMATION_FAILED" not in text

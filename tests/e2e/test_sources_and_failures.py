@@ -40,7 +40,7 @@ async def test_human_in_the_loop(
     if dropped:
         assert str(done["text"]).startswith(":white_check_mark: *hitl* finished")
     else:  # the graph only echoes Strands' denial; the message says what happened, and who did it
-        assert str(done["text"]).startswith(":no_entry: *hitl* ended: rejected by <@U0BOB>")
+        assert str(done["text"]).startswith(":no_entry: *hitl* finished after a rejection by <@U0BOB>")
         assert "<@U0BOB> rejected *Tool approval: drop_table*" in all_text(done)
 
 

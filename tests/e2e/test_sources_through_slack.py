@@ -97,6 +97,8 @@ async def test_parallel_batch_gates_get_a_card_each_and_one_answer_each(
     text = all_text(done)
     assert "eu: restarted" in text and "us: nothing restarted" in text, text
     # us's "no" is an answer the end rests on: the run reads as rejected, naming who and why.
-    assert str(done["text"]).startswith(":no_entry: *batch-gate* ended: rejected by <@U0CAROL>: peak traffic")
+    assert str(done["text"]).startswith(
+        ":no_entry: *batch-gate* finished after a rejection by <@U0CAROL>: peak traffic"
+    )
     assert "<@U0CAROL> rejected *Approve batch* (node `us`)" in text
     assert len(cards(local_slack)) == 2

@@ -30,12 +30,17 @@ def _unescape(text: str) -> str:
         "approved by <@U0ALICE>",
         "<@W012ABCDE> is on call",
         "paging <!subteam^S0ONCALL>",
-        "paging <!subteam^S0ONCALL|@oncall-team>",
         "<@U1>",
     ],
 )
 def test_well_formed_mentions_stay_live(text: str) -> None:
     assert escape_keeping_mentions(text) == text
+
+
+def test_a_group_mention_loses_its_label() -> None:
+    """Slack shows the group's real handle; a label chosen by the graph could read "@here"."""
+    assert escape_keeping_mentions("paging <!subteam^S0ONCALL|@oncall-team>") == "paging <!subteam^S0ONCALL>"
+    assert escape_keeping_mentions("<!subteam^S1|@here>") == "<!subteam^S1>"
 
 
 @pytest.mark.parametrize(
