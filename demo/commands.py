@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
+from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID, TEXT_MAX_LENGTH
 from demo.console import Console
 from demo.mrkdwn import plain
 from demo.terminal import buttons_of, render_message
@@ -29,6 +29,9 @@ Answer card N:  approve N | reject N [reason] | reply N <text>
                 trust N | retry N | edit N {json}
 Also:           as bob (act as bob) | cards | help | quit (or Ctrl-D)"""
 MODAL_TIMEOUT = 10.0
+_MAX_DIGITS = 6  # a card number longer than this is no card number
+# What a reply, a reason or an edited input is called in the one line saying it is too long.
+_TEXT_NAMES = {"reply": "a reply", "reject": "a reason", "edit": "the new input"}
 # The metadata ``what`` of a run's last message (engine.ports.FINAL; the demo imports only
 # bot and localslack, and tests/demo checks the two agree).
 FINAL = "final"
@@ -136,14 +139,15 @@ class DemoSession:
         if verb in ("quit", "exit", "q"):
             return False
         if verb == "help":
-            self.console.say(HELP)
+            self.console.note(HELP, indent="")
         elif verb == "as":
             self._act_as(rest)
         elif verb == "cards":
             self._list_cards()
         elif verb in VERBS:
             number, _, text = rest.partition(" ")
-            if not number.isdigit():
+            # isdecimal and isascii: "²" is a digit to str.isdigit, not to int().
+            if not (number.isdecimal() and number.isascii() and len(number) <= _MAX_DIGITS):
                 self.console.note(f"which card? e.g. {verb} 1" + (" <text>" if verb == "reply" else ""))
             else:
                 await self.answer(int(number), verb, text.strip() or None)
@@ -194,6 +198,12 @@ class DemoSession:
             return
         if verb == "edit" and not text:
             self.console.note(f"type the new input after the card number, as JSON: edit {number} {{...}}")
+            return
+        if verb in _TEXT_NAMES and text and len(text) > TEXT_MAX_LENGTH:  # Slack would not let it be submitted
+            self.console.note(
+                f"{_TEXT_NAMES[verb]} can be at most {TEXT_MAX_LENGTH:,} characters"
+                f" (Slack's limit for a text box); yours has {len(text):,}"
+            )
             return
         before = {v["id"] for v in self.slack.open_views(self.acting)}
         response = await self.user.click(message=message, label=label, user_id=self.acting, channel_id=channel)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TextIO
 
-from demo.mrkdwn import Run, paint, wrap
+from demo.mrkdwn import Run, paint, printable, wrap
 
 _IDLE, _PENDING, _SHOWN = "idle", "pending", "shown"
 _CLEAR_LINE = "\r\x1b[K"
@@ -64,8 +64,8 @@ class Console:
                 self._write(text + "\n")
 
     def note(self, text: str, *, indent: str = "  ") -> None:
-        """A one-line message from the demo itself, wrapped to the width if it must be."""
-        lines = wrap([Run(indent + text)], self.width)
+        """A message from the demo itself, wrapped to the width, control characters made visible."""
+        lines = wrap([Run(printable(indent + text))], self.width)
         self.say("\n".join(paint(line, color=False) for line in lines))
 
     def end_line(self) -> None:
@@ -115,7 +115,7 @@ class Console:
             problem = None
             try:
                 line = input(self.prompt if self._readline is not None else "")
-            except EOFError:
+            except (EOFError, OSError):  # OSError: the terminal is gone (EIO after a closed window)
                 line = None
             except Exception as error:  # e.g. bytes that are not UTF-8: that line is lost, not the demo
                 line, problem = "", f"could not read that line ({type(error).__name__}: {error})"
@@ -140,9 +140,12 @@ class Console:
         """Put the terminal back as it was before readline changed it."""
         if self._saved_tty is None:
             return
-        with contextlib.suppress(ImportError, OSError, ValueError):
+        try:
             import termios
-
+        except ImportError:
+            return
+        # termios.error is no OSError: a closed terminal window raises it (EIO) here.
+        with contextlib.suppress(termios.error, OSError, ValueError):
             termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._saved_tty)
 
 

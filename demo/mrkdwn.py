@@ -41,6 +41,8 @@ _INLINE = re.compile(
     r"|(?<![\w~])~(?=\S)(?P<strike>[^~\n]*?\S)~(?![\w~])"
 )
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # C0 and C1 but the newline
+_TAB = 4
 
 
 @dataclass(frozen=True)
@@ -101,13 +103,38 @@ def plain(text: str, *, user_name: Callable[[str], str]) -> str:
     return "".join(run.text for run in inline(text, user_name=user_name))
 
 
+def printable(text: str) -> str:
+    """``text`` that cannot drive a terminal: tabs as spaces, other control characters visible.
+
+    Graph output is shown as it came; an escape sequence in it (``\\x1b]0;title\\x07``,
+    ``\\x1b[2J``) must not retitle, clear or move anything. C0 controls become caret
+    notation (``^[``, ``^G``), C1 controls U+FFFD; newlines stay.
+    """
+    if "\t" in text:
+        text = "\n".join(line.expandtabs(_TAB) for line in text.split("\n"))
+    return _CONTROL.sub(_shown, text)
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return "^" + chr(code ^ 0x40) if code < 0x20 or code == 0x7F else "\ufffd"
+
+
 def cols(text: str) -> int:
-    """Terminal columns ``text`` takes: wide (East Asian W/F) characters two, marks none."""
-    width = 0
+    """Terminal columns ``text`` takes: wide (East Asian W/F) characters two, marks none.
+
+    A narrow character followed by U+FE0F (emoji presentation, ``⚠️``) is drawn two wide.
+    """
+    width, last = 0, 0
     for char in text:
-        if unicodedata.combining(char) or char in "\ufe0f\u200b\u200d":
+        if char == "\ufe0f":
+            width += 1 if last == 1 else 0
+            last = 2 if last else 0
             continue
-        width += 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        if unicodedata.combining(char) or char in "\u200b\u200d":
+            continue
+        last = 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        width += last
     return width
 
 
@@ -130,7 +157,9 @@ def wrap(line: Line, width: int) -> list[Line]:
                     current.append(word)
                     used += size
                 continue
-            if filled and used + size > width:
+            # A word too long for any line is cut where it stands: a break first would leave
+            # a line of only what came before it (a quote's bar, a list's dash).
+            if filled and used + size > width and size <= width - cols(hang[0].text):
                 out.append(_trimmed(current))
                 current, used = list(hang), cols(hang[0].text)
             while used + size > width:  # a word longer than a line is cut
@@ -173,10 +202,8 @@ def _words(line: Line) -> list[Run]:
 
 def _cut(text: str, room: int) -> tuple[str, str]:
     """Split ``text`` so the head fits ``room`` columns (at least one character moves)."""
-    used = 0
-    for index, char in enumerate(text):
-        used += cols(char)
-        if used > room:
+    for index in range(len(text)):
+        if cols(text[: index + 1]) > room:
             return text[: max(index, 1)], text[max(index, 1) :]
     return text, ""
 

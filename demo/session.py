@@ -7,9 +7,15 @@ graphs run on Strands with the offline scripted model. Cards are printed as they
 arrive; answer them by number.
 
 The session survives its person: a line that goes wrong is reported in one line and the
-prompt comes back. It ends with ``quit``, Ctrl-D (exit status 0) or Ctrl-C (130, the
-shell's status for an interrupted program), always with a one-line summary, and the
-temporary folder holding the run store is removed however it ends.
+prompt comes back. It ends with ``quit``, Ctrl-D or a closed terminal window (SIGHUP:
+exit status 0, a hang-up is an ordinary way for a terminal session to end) or Ctrl-C and
+SIGTERM (130, the shell's status for an interrupted program), always with a one-line
+summary, and the temporary folder holding the run store is removed however it ends.
+
+The demo owns its environment: :func:`own_environment` removes every variable that could
+send it elsewhere (a DynamoDB table, an AWS endpoint, a Slack URL) or change how it
+behaves, before the bot's settings are read and before the engine is imported; that is
+why this module imports the bot (through ``demo.commands``) only inside :func:`run_demo`.
 """
 
 from __future__ import annotations
@@ -18,21 +24,41 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, MutableMapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from demo.commands import HELP, DemoSession
 from demo.console import Console, ConsoleLogHandler
+
+if TYPE_CHECKING:
+    from demo.commands import DemoSession
 
 T = TypeVar("T")
 INTERRUPTED = 130  # exit status after Ctrl-C, as a shell reports a program ended by SIGINT
 SETTLE_SECONDS = 0.3  # after a typed line, what the bot says within this is shown before the prompt
 SETTLE_LIMIT = 2.0
+
+# What the demo must not take from the environment it was started in: where runs are stored
+# (DYNAMODB_*, SNAPSHOT_*, SQLITE_PATH), where Slack and AWS are (SLACK_*, AWS_*), how the
+# engine and the model behave (LEASE_SECONDS, DELIVERY_GRACE_SECONDS, BEDROCK_*). What it
+# reads, as documented: GRAPH_MODULES and LOG_LEVEL.
+_NOT_OURS = re.compile(
+    r"^(AWS_|SLACK_|DYNAMODB_|SNAPSHOT_|BEDROCK_)|^(LEASE_SECONDS|SQLITE_PATH|PORT|DELIVERY_GRACE_SECONDS|EXAMPLE_GRAPHS)$"
+)
+# A user's graph with a plain Agent() finds no AWS credentials (no shared files, no instance
+# or container metadata) and fails at once, instead of reaching Bedrock from a demo that says
+# nothing leaves the machine.
+_OFFLINE = {
+    "GRAPH_MODEL": "offline",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    "AWS_CONFIG_FILE": os.devnull,
+}
 
 SCRIPT = [
     "/graph list",
@@ -47,16 +73,24 @@ SCRIPT = [
 ]
 
 
+def own_environment(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Take the demo's settings away from the environment it was started in (see ``_NOT_OURS``)."""
+    for name in [name for name in environ if _NOT_OURS.match(name)]:
+        del environ[name]
+    environ.update(_OFFLINE)
+
+
 async def run_demo(*, scripted: bool) -> int:
     """Start the local Slack and the bot, run the prompt (or the script), clean up."""
+    own_environment()  # first: nothing of the bot or the engine is imported yet
     console = Console(interactive=not scripted)
     stop = _stop_on_signals()
-    os.environ["GRAPH_MODEL"] = "offline"  # the demo never calls a model provider
     state = tempfile.mkdtemp(prefix="approval-bot-demo-")
     handlers = _route_logs([ConsoleLogHandler(console)])
     try:
         # The bot (and Strands with it) loads here, after the signal handlers: a Ctrl-C
         # while it loads ends the demo cleanly once it has loaded.
+        from demo.commands import HELP, DemoSession
         from demo.stack import Stack
 
         async with Stack(state=state) as stack:
@@ -64,20 +98,22 @@ async def run_demo(*, scripted: bool) -> int:
             try:
                 if stop.done():  # Ctrl-C while the bot loaded
                     return _ended(session, stop)
-                console.say("Offline demo: the real bot and a local Slack, nothing leaves this machine.")
+                console.note("Offline demo: the real bot and a local Slack, nothing leaves this machine.", indent="")
                 if scripted:
                     status = await _first(_scripted(session), stop)
                     return _ended(session, stop) if status is None else status
-                console.say(HELP)
+                console.note(HELP, indent="")
                 return await _interactive(session, stop)
             finally:
                 # The summary was the last word: a run cut short by the end logs nothing more.
                 _route_logs([logging.NullHandler()])
     finally:
-        console.restore()
-        await _cancel_leftovers()
-        _route_logs(handlers)
-        shutil.rmtree(state, ignore_errors=True)
+        try:
+            console.restore()
+            await _cancel_leftovers()
+            _route_logs(handlers)
+        finally:  # whatever went wrong above (a terminal already gone), the folder goes
+            shutil.rmtree(state, ignore_errors=True)
 
 
 def _stop_on_signals() -> asyncio.Future[int]:
@@ -137,8 +173,8 @@ async def _handle(session: DemoSession, line: str) -> bool:
 
 def _ended(session: DemoSession, stop: asyncio.Future[int]) -> int:
     session.console.end_line()
-    session.console.say(f"demo ended: {session.summary()}")
-    return INTERRUPTED if stop.done() else 0
+    session.console.note(f"demo ended: {session.summary()}", indent="")
+    return INTERRUPTED if stop.done() and stop.result() != signal.SIGHUP else 0
 
 
 async def _scripted(session: DemoSession) -> int:
@@ -151,7 +187,7 @@ async def _scripted(session: DemoSession) -> int:
             print(f"demo: {error}", file=sys.stderr)
             return 1
     cards = len(session.cards)
-    session.console.say(f"\nDemo finished: {len(session.ended)} runs finished, {cards} cards answered.")
+    session.console.note(f"\nDemo finished: {len(session.ended)} runs finished, {cards} cards answered.", indent="")
     return 0 if len(session.ended) == 3 else 1
 
 

@@ -49,6 +49,10 @@ class Stack:
                     "SQLITE_PATH": os.path.join(self.state, "runs.sqlite3"),
                     "GRAPH_MODULES": os.environ.get("GRAPH_MODULES", ""),
                     "EXAMPLE_GRAPHS": True,  # the demo is where the examples are for
+                    # The rest is the session's to decide (it also clears the environment).
+                    "SLACK_COMMAND": "/graph",
+                    "DYNAMODB_TABLE": None,
+                    "SNAPSHOT_BUCKET": None,
                 }
             )
             self.command = settings.slack_command

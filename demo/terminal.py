@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from demo.mrkdwn import Line, Run, cols, inline, paint, resolve, wrap
+from demo.mrkdwn import Line, Run, cols, inline, paint, printable, resolve, wrap
 
 UserName = Callable[[str], str]
 _FENCE = re.compile(r"```\n?(.*?)\n?```", re.DOTALL)
@@ -38,8 +38,9 @@ def render_message(
 
 def box(lines: list[Line], *, label: str, width: int, color: bool) -> str:
     """``┌─ label ───`` / ``│ line`` / ``└───``, as wide as the content needs, at most ``width``."""
-    width = max(_MIN_WIDTH, width)
-    wrapped = [part for line in lines for part in wrap(line, width - 2)]
+    width, label = max(_MIN_WIDTH, width), printable(label)
+    safe = [[Run(printable(run.text), run.style) for run in line] for line in lines]  # graph output
+    wrapped = [part for line in safe for part in wrap(line, width - 2)]
     inner = max([cols(label) + 3, *(cols("".join(r.text for r in line)) for line in wrapped)])
     size = min(width, inner + 2)
     title = paint([Run(label, frozenset({"bold"}))], color=color)

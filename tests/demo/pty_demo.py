@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import select
 import struct
 import subprocess
 import sys
@@ -19,6 +20,9 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import IO, Any
+
+from demo.mrkdwn import cols
 
 SCRIPT = Path(sys.executable).parent / "approval-bot"
 COLUMNS, ROWS = 80, 24
@@ -34,7 +38,8 @@ _OURS = re.compile(
 class PtyDemo:
     """One demo process on a pty; ``raw`` is every byte it wrote, decoded."""
 
-    def __init__(self, *, cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, *, cwd: Path, env: Mapping[str, str], stderr: IO[Any] | None = None) -> None:
+        """``stderr``: where the demo's standard error goes instead of the pty (to outlive it)."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         full = clean_env({"COLUMNS": str(COLUMNS), "LINES": str(ROWS), "TERM": "xterm", **env})
@@ -42,7 +47,7 @@ class PtyDemo:
             [str(SCRIPT), "demo"],
             stdin=slave,
             stdout=slave,
-            stderr=slave,
+            stderr=slave if stderr is None else stderr,
             cwd=cwd,
             env=full,
             start_new_session=True,
@@ -54,11 +59,16 @@ class PtyDemo:
         self._lock = threading.Lock()
         self._last = time.monotonic()
         self.typed: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self._closing = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
-        while True:
+        while not self._closing.is_set():
             try:
+                # A read blocked in the kernel would keep the master open after os.close (no hang-up).
+                if not select.select([self._master], [], [], 0.1)[0]:
+                    continue
                 chunk = os.read(self._master, 65536)
             except OSError:  # the process is gone and the pty closed
                 return
@@ -123,6 +133,18 @@ class PtyDemo:
         finally:
             time.sleep(0.2)  # the reader thread drains the last bytes
             os.close(self._master)
+
+    def hang_up(self, *, timeout: float = 30.0) -> int:
+        """Close the terminal window (the pty's master side) and wait for the process to exit."""
+        self._closing.set()
+        self._reader.join()
+        os.close(self._master)
+        return self.process.wait(timeout=timeout)
+
+    def too_wide(self) -> list[str]:
+        """Screen lines wider than the terminal, in columns (a wide character takes two)."""
+        typed = {f"@{user} in #demo> {line}" for user in ("alice", "bob", "carol") for line in self.typed}
+        return [line for line in self.screen_lines() if cols(line) > COLUMNS and line not in typed]
 
     def kill(self) -> None:
         if self.process.poll() is None:

@@ -96,3 +96,31 @@ def test_notes_wrap_to_the_terminal_and_log_records_are_one_line(monkeypatch: py
     shown = stream.getvalue()
     assert "Traceback" not in shown and "second line" not in shown and "with detail" not in shown
     assert " ".join(shown.split()) == "(error from tests.demo.console) hook failed (ValueError: bad)"
+
+
+def test_restore_after_the_terminal_is_gone_raises_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import termios
+
+    def gone(*_: object) -> None:
+        raise termios.error(5, "Input/output error")  # a closed window; termios.error is no OSError
+
+    monkeypatch.setattr(termios, "tcsetattr", gone)
+    console = Console(stream=io.StringIO())
+    console._saved_tty = [0, 0, 0, 0, 0, 0, []]
+    console.restore()
+
+
+def test_notes_and_help_wrap_to_a_narrow_terminal_and_show_control_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from demo.commands import HELP
+    from demo.mrkdwn import cols
+
+    monkeypatch.setenv("COLUMNS", "40")
+    stream = io.StringIO()
+    console = Console(stream=stream)
+    console.note(HELP, indent="")
+    console.note("'\x1b]0;title\x07\x1b[2J' is not a demo command")
+    lines = stream.getvalue().splitlines()
+    assert all(cols(line) <= 39 for line in lines), lines
+    assert "\x1b" not in stream.getvalue() and "^[]0;title^G^[[2J" in stream.getvalue()

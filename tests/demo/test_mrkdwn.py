@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from demo.mrkdwn import EMOJI, Run, cols, inline, paint, plain, visible, wrap
+import re
+
+from demo.mrkdwn import EMOJI, Run, cols, inline, paint, plain, printable, visible, wrap
 
 NAMES = {"U0ALICE": "alice"}
 
@@ -57,7 +59,21 @@ def test_paint_styles_only_with_color_and_one_escape_per_stretch() -> None:
 def test_cols_counts_wide_characters_twice() -> None:
     assert cols("abc") == 3
     assert cols("✅ ok") == 5
-    assert cols("✏️") == 1  # the variation selector takes no column
+    assert cols("日本") == 4 and cols("ｶ") == 1  # East Asian wide two, halfwidth one
+    assert cols("✏") == 1 and cols("✏️") == 2  # U+FE0F asks for the emoji, drawn two wide
+    assert cols("✅️") == 2 and cols("\ufe0f") == 0  # wide already; alone it is nothing
+    assert cols("é") == 1  # e and a combining accent: one column
+
+
+def test_control_characters_in_graph_output_cannot_drive_the_terminal() -> None:
+    shown = printable("a\tb\x1b]0;title\x07\x1b[2J\x9b1m\r\x00\nnext\tline")
+    assert shown == "a   b^[]0;title^G^[[2J\ufffd1m^M^@\nnext    line"
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", shown)
+
+
+def test_a_quote_of_one_long_word_leaves_no_line_of_only_its_bar() -> None:
+    texts = [paint(w, color=False) for w in wrap([Run("▎ "), Run("x" * 50)], 20)]
+    assert texts[0] == "▎ " + "x" * 18 and all(cols(t) <= 20 for t in texts)
 
 
 def test_wrap_keeps_words_styles_and_indents_continuations() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.demo.pty_demo import COLUMNS, SGR, PtyDemo
+from tests.demo.pty_demo import SGR, PtyDemo
 
 REPO = Path(__file__).resolve().parents[2]
 EDIT = '{"amount": 80, "currency": "EUR", "to": "acme", "invoice": "INV-7"}'
@@ -32,8 +32,7 @@ def folders(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 def _check_screen(demo: PtyDemo) -> None:
     lines = demo.screen_lines()
-    typed = {f"@{user} in #demo> {line}" for user in ("alice", "bob", "carol") for line in demo.typed}
-    too_wide = [line for line in lines if len(line) > COLUMNS and line not in typed]
+    too_wide = demo.too_wide()
     assert not too_wide, too_wide  # what a person types may wrap; what the demo prints may not
     assert "Traceback" not in demo.raw
     assert not re.search(r"\b(ERROR|error from)\b", demo.raw), demo.raw[-2000:]
@@ -110,3 +109,25 @@ def test_the_readme_graph_runs_from_its_folder_and_ctrl_d_ends(folders: tuple[Pa
     assert not SGR.search(demo.raw)  # NO_COLOR: no styling at all
     _check_screen(demo)
     assert _state_folders(tmp) == []
+
+
+def test_closing_the_terminal_window_is_an_ordinary_end_and_leaves_no_folder(folders: tuple[Path, Path]) -> None:
+    """A hang-up (the window closed: the pty's master side gone, SIGHUP) ends the demo with status 0,
+    as Ctrl-D does: closing the window is how a terminal session normally ends. Standard error goes
+    to a file, so that what the demo says after the terminal is gone can still be read."""
+    cwd, tmp = folders
+    with (tmp.parent / "stderr.txt").open("w+") as stderr:
+        demo = PtyDemo(cwd=cwd, env={"TMPDIR": str(tmp)}, stderr=stderr)
+        try:
+            demo.wait_for("Answer card N")
+            demo.settle()
+            assert len(_state_folders(tmp)) == 1
+            status = demo.hang_up()
+        finally:
+            demo.kill()
+        stderr.seek(0)
+        said = stderr.read()
+    assert status == 0, said
+    assert said == ""  # no termios.error traceback, nothing about the lost terminal
+    assert "Traceback" not in demo.raw
+    assert list(tmp.iterdir()) == []

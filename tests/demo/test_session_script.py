@@ -1,25 +1,86 @@
-"""``approval-bot demo < /dev/null``: the scripted walk-through CI runs, as a log reads it."""
+"""``approval-bot demo < /dev/null``: the scripted walk-through CI runs, as a log reads it.
+
+It runs in an environment set up for a real deployment, the way an engineer's shell is:
+the demo must take none of it (no table, endpoint, Slack command or lease of the real bot).
+"""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.demo.pty_demo import SCRIPT, clean_env
+from demo.mrkdwn import cols
+from tests.demo.pty_demo import SCRIPT
+
+COLUMNS = 40
+# A deployment's settings: each one, if the demo read it, sends its runs elsewhere or breaks it.
+DEPLOYED = {
+    "DYNAMODB_TABLE": "approval-runs",
+    "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9",  # a closed port: a write there fails the run
+    "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+    "AWS_REGION": "eu-west-1",
+    "AWS_ACCESS_KEY_ID": "AKIAEXAMPLEEXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "not-a-secret",
+    "SNAPSHOT_BUCKET": "approval-snapshots",
+    "SLACK_COMMAND": "/approve",
+    "SLACK_API_URL": "http://127.0.0.1:9/api/",
+    "LEASE_SECONDS": "1",
+    "PORT": "99999",
+    "DELIVERY_GRACE_SECONDS": "nonsense",
+    "EXAMPLE_GRAPHS": "false",
+    "GRAPH_MODEL": "bedrock",
+    "BEDROCK_MODEL_ID": "eu.anthropic.claude-haiku-4-5-20251001-v1:0",
+}
 
 
-def test_the_walk_through_finishes_three_runs_in_80_columns_and_leaves_no_folder(tmp_path: Path) -> None:
-    env = clean_env({"TMPDIR": str(tmp_path), "COLUMNS": "80"})
+def test_the_walk_through_ignores_a_deployed_environment_and_fits_40_columns(tmp_path: Path) -> None:
+    sqlite = tmp_path / "elsewhere" / "runs.sqlite3"
+    (tmp_path / "tmp").mkdir()
+    # Deliberately not pty_demo.clean_env: these variables must reach the demo.
+    env = {**os.environ, **DEPLOYED, "SQLITE_PATH": str(sqlite), "TMPDIR": str(tmp_path / "tmp")}
+    env.update(COLUMNS=str(COLUMNS), LOG_LEVEL="WARNING")
     done = subprocess.run(
-        [str(SCRIPT), "demo"], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=120
+        [str(SCRIPT), "demo", "--script"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.stdout.rstrip().endswith("Demo finished: 3 runs finished, 4 cards answered.")
+    assert " ".join(done.stdout.split()).endswith("Demo finished: 3 runs finished, 4 cards answered.")
     assert done.stderr == ""
-    lines = done.stdout.splitlines()
-    assert not [line for line in lines if len(line) > 80]
+    # What the demo prints fits the width; the echoed script lines are what a person typed.
+    echoed = re.compile(r"^@[a-z]+ in #demo> ")
+    assert not [line for line in done.stdout.splitlines() if cols(line) > COLUMNS and not echoed.match(line)]
+    assert "Offline demo: the real bot and a local" in done.stdout  # the banner, wrapped
     assert not re.search(r"\x1b\[|:white_check_mark:|<@U|\*deploy\*", done.stdout)  # not a terminal: no styling
     # Each step's answer is printed before the next step starts, the graph list too.
     assert done.stdout.index("Graphs you can run") < done.stdout.index("> /graph run deploy billing 1.2.3")
-    assert list(tmp_path.iterdir()) == []
+    assert list((tmp_path / "tmp").iterdir()) == [] and not sqlite.parent.exists()
+
+
+def test_importing_the_session_leaves_the_bot_and_engine_for_after_the_environment_is_cleared() -> None:
+    # engine.records reads DELIVERY_GRACE_SECONDS when imported: it must not be imported before run_demo.
+    check = "import sys, demo.session; print(sorted(m for m in sys.modules if m.split('.')[0] in ('bot', 'engine')))"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_demo_owns_its_environment() -> None:
+    from demo.session import own_environment
+
+    environ = {**DEPLOYED, "SQLITE_PATH": "x", "GRAPH_MODULES": "refunds", "LOG_LEVEL": "INFO", "HOME": "/h"}
+    own_environment(environ)
+    assert environ == {
+        "GRAPH_MODULES": "refunds",
+        "LOG_LEVEL": "INFO",
+        "HOME": "/h",
+        "GRAPH_MODEL": "offline",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_CONFIG_FILE": os.devnull,
+    }

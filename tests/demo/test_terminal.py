@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from demo.mrkdwn import cols, visible
@@ -126,3 +127,11 @@ def test_quotes_code_text_and_a_plain_text_message() -> None:
 def test_buttons_of_lists_what_can_still_be_clicked() -> None:
     assert buttons_of({"blocks": CARD}) == ["Approve", "Reject", "Reply"]
     assert buttons_of({"blocks": CARD[:-1]}) == []
+
+
+def test_escapes_and_tabs_in_graph_output_are_shown_not_obeyed() -> None:
+    text = "title\x1b]0;pwned\x07 then\x1b[2J\tcleared\x9b and \u26a0\ufe0f wide \u65e5\u672c " * 4
+    shown = render_message({"text": text}, label="bot\x1b[31m", user_name=_name, width=40)
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", shown)
+    assert "^[]0;pwned^G" in shown and "^[[31m" in shown.split("\n")[0]
+    assert all(cols(line) <= 40 for line in shown.split("\n")), shown
