@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from engine.crash import crash_point
+from engine.deadlines import SKIPPED
 from engine.ports import FINAL, Publisher
 from engine.records import Ask, MessageRef, Run, RunStatus
 from engine.store import Delivery, RunStore, StoreError
@@ -70,6 +71,10 @@ class Courier:
         for ask in run.asks.values():
             if ask.card_owed and await self._update(run, ask):
                 delivery.shown[ask.key] = ask.view
+        if run.status is RunStatus.WAITING:
+            for ask in run.pending_asks():
+                if ask.notices_owed and (count := await self._post_notices(run, ask, look="notices" not in unposted)):
+                    delivery.notified[ask.key] = count
         if run.status.terminal and run.final is None:
             delivery = replace(delivery, final=await self._post_final(run, look=FINAL not in unposted))
         if sweeping and apply_delivery(run, delivery).owes_slack:
@@ -120,6 +125,23 @@ class Courier:
                 "run %s: posting the card of ask %s failed; it stays owed", run.run_id, ask.key, exc_info=True
             )
             return None
+
+    async def _post_notices(self, run: Run, ask: Ask, *, look: bool) -> int:
+        """Post the reminders and escalations claimed for ``ask`` and not yet accepted, in
+        order; returns how many of its notices Slack has now (0: none newly)."""
+        count = ask.notified
+        for index in range(ask.notified, len(ask.notices)):
+            if ask.notices[index] == SKIPPED:
+                count = index + 1
+                continue
+            if not (look and await self.find(run, f"{ask.key}:notice:{index}")):
+                try:
+                    await self._publisher.post_notice(run=run, ask=ask, index=index)
+                except Exception:
+                    logger.warning("run %s: posting a reminder for ask %s failed; it stays owed", run.run_id, ask.key)
+                    break
+            count = index + 1
+        return count if count > ask.notified else 0
 
     async def _update(self, run: Run, ask: Ask) -> bool:
         try:

@@ -24,19 +24,25 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
 
+from engine import audit
+from engine.audit import AuditEvent
 from engine.crash import crash_point
+from engine.deadlines import expired_asks, expiry_decision, with_notices
 from engine.delivery import Courier
-from engine.execution import Step, StepStatus, run_pass
+from engine.execution import Raised, Step, StepStatus, run_pass
 from engine.ids import default_owner, new_run_id
 from engine.lease import heartbeat, new_token
-from engine.ports import FINAL, DecideResult, GraphSource, Publisher, PublishError, UnknownGraph
+from engine.oversight import Cancelled, CancelOutcome, groups_of, overseer_ids
+from engine.policy import DEFAULT_EXPIRES_AFTER, GROUP_ID, AskRules, Directory, Policy, Refusal, deciders, may_start
+from engine.ports import FINAL, DecideResult, GraphSource, Publisher, PublishError, StartRefused, UnknownGraph
 from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
-from engine.saving import Saver, failed_record
+from engine.saving import Saver, cancelled_record, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
 from engine.store import (
     AskNotFound,
     AskNotPending,
+    DecisionRefused,
     Lease,
     RunNotFound,
     RunStore,
@@ -65,6 +71,8 @@ class RunEngine:
         lease_seconds: float = 120.0,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = new_run_id,
+        directory: Directory | None = None,
+        default_expires_after: float = DEFAULT_EXPIRES_AFTER,
     ) -> None:
         self._store = store
         self._graphs = graphs
@@ -77,6 +85,8 @@ class RunEngine:
         self._clock = clock
         self._new_id = new_id
         self._working = 0
+        self._directory = directory
+        self._default_wait = default_expires_after
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
@@ -85,7 +95,8 @@ class RunEngine:
     async def start(self, *, graph: str, task: str, user: str, channel: str, run_id: str | None = None) -> Run:
         """Record, announce and run a new graph run until it pauses or ends.
 
-        Raises UnknownGraph before anything is recorded, ``StoreError`` when the run
+        Raises UnknownGraph or StartRefused (the graph's ``starters`` do not include
+        ``user``) before anything is recorded, ``StoreError`` when the run
         cannot be recorded (nothing is posted then; ``RunExists`` when ``run_id`` names a
         run already started, which makes a start delivered twice start one run), and
         ``PublishError`` when it cannot be announced (the run is then recorded as failed,
@@ -93,8 +104,16 @@ class RunEngine:
         """
         if not self._graphs.exists(graph):
             raise UnknownGraph(graph)
+        policy = self._graphs.policy(graph)
+        if policy.starters is not None:
+            member_of = await groups_of(self._directory, user, policy.starters)
+            if not may_start(policy, user, member_of=member_of):
+                refused = AuditEvent(at=self._clock(), kind="refused_start", by=user, text=graph)
+                audit.log(run_id or "-", [refused])
+                raise StartRefused(graph=graph, allowed=policy.starters)
         now = self._clock()
         run = Run(
+            audit=(AuditEvent(at=now, kind="started", by=user, text=f"{graph}: {task}"),),
             run_id=run_id or self._new_id(),
             graph=graph,
             task=task,
@@ -108,6 +127,7 @@ class RunEngine:
             lease_until=now + self._lease,
         )
         await self._io(self._store.create, run)
+        audit.log(run.run_id, run.audit)
         with self._work():
             try:
                 thread = await self._publisher.run_started(run=run, channel=channel)
@@ -130,20 +150,67 @@ class RunEngine:
         claim is a lease that only this process's ``follow_up`` uses before it expires.
         """
         lease = Lease(owner=new_token(self.owner), until=self._clock() + self._lease) if claim else None
+        event = AuditEvent(
+            at=decision.at,
+            kind="expired" if decision.expired else "decided",
+            by=decision.user or None,
+            ask=ask_key,
+            text=_said(decision),
+        )
+        checked = self._graphs.known_groups()
+        member_of = frozenset() if decision.expired else await groups_of(self._directory, decision.user, checked)
         with self._work():
-            try:
-                run = await self._io(
-                    self._store.decide, run_id, ask_key, decision, now=self._clock(), claim=lease, card=card
-                )
-            except (AskNotPending, VerdictNotOffered) as lost:
-                return DecideResult(accepted=False, run=lost.run, ask=lost.run.asks[lost.ask_key])
-            except (RunNotFound, AskNotFound):
-                return DecideResult(accepted=False, run=None, ask=None)
-            except StoreError:
-                logger.warning("run %s: a decision could not be recorded", run_id, exc_info=True)
-                return DecideResult(accepted=False, run=None, ask=None, unrecorded=True)
+            for _ in range(2):
+                try:
+                    run = await self._io(
+                        self._store.decide,
+                        run_id,
+                        ask_key,
+                        decision,
+                        now=self._clock(),
+                        claim=lease,
+                        card=card,
+                        member_of=member_of,
+                        event=event,
+                    )
+                    break
+                except DecisionRefused as refused:
+                    ask = refused.run.asks[ask_key]
+                    unchecked = {g for g in deciders(ask) or () if GROUP_ID.match(g)} - checked
+                    if refused.refusal is Refusal.NOT_APPROVER and unchecked:
+                        # Groups no loaded policy named (a definition changed since the ask,
+                        # or this process has not loaded the graphs): look them up once.
+                        checked |= unchecked
+                        found = await groups_of(self._directory, decision.user, unchecked)
+                        if found:
+                            member_of |= found
+                            continue
+                    await self._note_refusal(refused, decision)
+                    return DecideResult(accepted=False, run=refused.run, ask=ask, refusal=refused.refusal)
+                except (AskNotPending, VerdictNotOffered) as lost:
+                    return DecideResult(accepted=False, run=lost.run, ask=lost.run.asks[lost.ask_key])
+                except (RunNotFound, AskNotFound):
+                    return DecideResult(accepted=False, run=None, ask=None)
+                except StoreError:
+                    logger.warning("run %s: a decision could not be recorded", run_id, exc_info=True)
+                    return DecideResult(accepted=False, run=None, ask=None, unrecorded=True)
+        audit.log(run_id, [e for e in run.audit if e.id == event.id])
         claimed = lease is not None and run.lease_owner == lease.owner
         return DecideResult(accepted=True, run=run, ask=run.asks[ask_key], claimed=claimed)
+
+    async def _note_refusal(self, refused: DecisionRefused, decision: Decision) -> None:
+        event = AuditEvent(
+            at=self._clock(),
+            kind="refused",
+            by=decision.user,
+            ask=refused.ask_key,
+            text=f"{decision.verdict.value}: {refused.refusal.value}",
+        )
+        audit.log(refused.run.run_id, [event])
+        try:
+            await self._io(self._store.note, refused.run.run_id, event)
+        except StoreError:
+            logger.warning("run %s: could not add a refused click to its audit trail", refused.run.run_id)
 
     async def follow_up(self, result: DecideResult) -> Run | None:
         """After an accepted decision: resume the run if the decision claimed it, else
@@ -225,12 +292,85 @@ class RunEngine:
         run someone holds is left alone, and every change is a conditional write.
         """
         run = await self._io(self._store.load, run_id, snapshot=False)
+        if run is not None and run.status is RunStatus.WAITING and run.lease_owner is None:
+            run = await self._deadlines(run)
         if run is not None and self._claimable_as(run) is not None:
             return await self.resume(run_id, known=run)
         if run is not None and not (run.status.leased and (run.lease_until or 0.0) >= self._clock()):
             with self._work():
                 return await self._courier.deliver(run, sweeping=True)
         return run
+
+    async def _deadlines(self, run: Run) -> Run | None:
+        """Expire what nobody decided in time; claim the reminders and escalations due.
+
+        An expiry is a decision like any other (exactly one sweeper records it); the run
+        is then resumed by the caller like any run with a decision. Notices are claimed
+        by a save at the version read (a racing sweeper's save fails and it re-reads),
+        then posted from the record.
+        """
+        now = self._clock()
+        expired = expired_asks(run, now=now)
+        for ask in expired:
+            await self.decide(run_id=run.run_id, ask_key=ask.key, decision=expiry_decision(ask, now=now))
+        if expired:
+            return await self._io(self._store.load, run.run_id, snapshot=False)
+        claimed = with_notices(run, now=now)
+        if claimed is None:
+            return run
+        try:
+            saved = await self._io(self._store.save, claimed, expected_version=run.version)
+        except VersionConflict:  # another sweeper claimed them, or a click landed: look again
+            return await self._io(self._store.load, run.run_id, snapshot=False)
+        audit.log(run.run_id, [e for e in saved.audit if e not in run.audit])
+        with self._work():
+            return await self._courier.deliver(saved, unposted={"notices"})
+
+    async def cancel(self, *, run_id: str, user: str) -> Cancelled:
+        """End the run for ``user`` if they started it or may decide its asks.
+
+        A run nobody holds ends at once (its cards say cancelled; nothing resumes it). A
+        run a process holds is marked: that process's save fails its version check, finds
+        the mark and ends the run instead of saving its pass (``engine.saving``).
+        """
+        for _ in range(MAX_ROUNDS):
+            run = await self._io(self._store.load, run_id, snapshot=False)
+            if run is None:
+                return Cancelled(outcome=CancelOutcome.UNKNOWN)
+            if run.status.terminal:
+                return Cancelled(outcome=CancelOutcome.FINISHED, status=run.status.value)
+            allowed, who = await self.may_oversee(run, user)
+            if not allowed:
+                return Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=who)
+            if run.cancelled_by:
+                return Cancelled(outcome=CancelOutcome.ALREADY)
+            now = self._clock()
+            held = run.status.leased and (run.lease_until or 0.0) >= now
+            marked = run.evolve(cancelled_by=user, updated_at=now)
+            if held:
+                event = AuditEvent(at=now, kind="cancel_requested", by=user)
+                marked = marked.evolve(audit=(*run.audit, event)[-audit.MAX_EVENTS :])
+            target = marked if held else cancelled_record(marked, now=now)
+            try:
+                saved = await self._io(self._store.save, target, expected_version=run.version)
+            except VersionConflict:
+                continue
+            audit.log(run_id, [e for e in saved.audit if e not in run.audit])
+            if held:
+                return Cancelled(outcome=CancelOutcome.STOPPING)
+            with self._work():
+                await self._courier.deliver(saved, unposted={FINAL})
+            return Cancelled(outcome=CancelOutcome.CANCELLED)
+        return Cancelled(outcome=CancelOutcome.STOPPING)
+
+    async def may_oversee(self, run: Run, user: str) -> tuple[bool, tuple[str, ...]]:
+        """Whether ``user`` may cancel ``run`` and read its audit trail, and, when not,
+        who may besides whoever started it."""
+        policy = self._policy(run.graph)
+        ids = overseer_ids([deciders(a) for a in run.asks.values()], policy)
+        if user == run.started_by or ids is None or user in ids:
+            return True, ()
+        return bool(await groups_of(self._directory, user, ids)), ids
 
     def _claimable_as(self, run: Run) -> RunStatus | None:
         now = self._clock()
@@ -274,14 +414,26 @@ class RunEngine:
                 if run.snapshot is None and run.state_ref is not None:
                     run = run.evolve(snapshot=await self._io(self._store.fetch_state, run))
                 unposted: set[str] = set()
-                if refresh_only:  # nothing to run: write the state anew (new TTL), release
+                if run.cancelled_by:  # cancelled while its holder died: end it, run nothing
+                    target = cancelled_record(run, now=self._clock())
+                    unposted = {FINAL}
+                elif refresh_only:  # nothing to run: write the state anew (new TTL), release
                     target = run.evolve(status=RunStatus.WAITING, lease_owner=None, lease_until=None, state_ref=None)
                 else:
                     decided = run.decided_asks()
                     responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
                     stale = stale_answers(run)
                     step = await self._pass(run, responses, stale=stale)
-                    outcome = settle(run, step, sent=[a.key for a in decided], now=self._clock(), stale=stale)
+                    now = self._clock()
+                    policy = self._policy(run.graph)
+                    outcome = settle(
+                        run,
+                        step,
+                        sent=[a.key for a in decided],
+                        now=now,
+                        stale=stale,
+                        rules_for=lambda raised: self._rules(policy, raised, now=now),
+                    )
                     target = outcome.run
                     # Nobody can have posted these: the asks are new, the end is this pass's.
                     unposted = {a.key for a in outcome.new_asks} | ({FINAL} if target.status.terminal else set())
@@ -289,7 +441,18 @@ class RunEngine:
             crash_point("saved")
             if not landed:
                 return saved
+            audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
             return await self._courier.deliver(saved, unposted=unposted)
+
+    def _policy(self, graph: str) -> Policy:
+        try:
+            return self._graphs.policy(graph)
+        except Exception:  # a definition gone since the run started: the default terms
+            return Policy()
+
+    def _rules(self, policy: Policy, raised: Raised, *, now: float) -> AskRules:
+        tool = raised.tool.name if raised.tool is not None else None
+        return policy.rules_for(name=raised.name, tool=tool, now=now, default_expires_after=self._default_wait)
 
     async def _announced(self, run: Run) -> Run:
         """A takeover of a first pass that died before saving its thread: find or post it."""
@@ -308,3 +471,13 @@ class RunEngine:
         return await run_pass(
             graph=graph, task=run.task, snapshot=run.snapshot, responses=responses, stale=stale, about=about
         )
+
+
+def _said(decision: Decision) -> str:
+    """A decision as the audit trail words it: the verdict and what was written."""
+    said = decision.verdict.value
+    if decision.text:
+        said += f": {decision.text}"
+    if decision.edited_input is not None:
+        said += " (edited input)"
+    return said

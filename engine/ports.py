@@ -12,12 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from engine.policy import Policy, Refusal
 from engine.records import Ask, MessageRef, Run
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
 FINAL = "final"  # what ``Publisher.find_posted`` looks for: an ask key, or the run's end
+
+
+class StartRefused(Exception):
+    """The graph's ``starters`` do not include this person; nothing was created."""
+
+    def __init__(self, *, graph: str, allowed: tuple[str, ...]) -> None:
+        super().__init__(f"not allowed to start {graph!r}")
+        self.graph = graph
+        self.allowed = allowed
 
 
 class UnknownGraph(Exception):
@@ -41,6 +51,12 @@ class DecideResult:
     ask: Ask | None
     claimed: bool = False
     unrecorded: bool = False
+    refusal: Refusal | None = None  # the policy refused this person's answer; nothing was recorded
+
+    @property
+    def counted(self) -> bool:
+        """Accepted as one approval of several: the ask still waits for more."""
+        return self.accepted and self.ask is not None and self.ask.decision is None
 
 
 class PublishError(Exception):
@@ -71,6 +87,11 @@ class Publisher(Protocol):
         """Post the final output, the failure, the rejection or the cancellation."""
         ...
 
+    async def post_notice(self, *, run: Run, ask: Ask, index: int) -> MessageRef:
+        """Post ``ask.notices[index]`` (a reminder or an escalation) in the run's thread,
+        mentioning who may decide."""
+        ...
+
     async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
         """The message already posted for ``what`` (an ask key, ``FINAL``, or the run's
         announcement when the run has no thread yet), or None."""
@@ -87,3 +108,12 @@ class GraphSource(Protocol):
         ...
 
     def exists(self, name: str) -> bool: ...
+
+    def policy(self, name: str) -> Policy:
+        """The graph's approval policy (the default policy for a graph that declares none)."""
+        ...
+
+    def known_groups(self) -> frozenset[str]:
+        """User-group ids the loaded policies name; empty when nothing is loaded yet (a
+        cold Lambda's ack must not import graph modules to find out)."""
+        ...

@@ -22,6 +22,9 @@ from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from engine.audit import AuditEvent
+from engine.policy import AskRules
+
 # How long the process that made a state change has to deliver what it owes Slack before
 # a sweeper delivers it instead (checking Slack first for what was already posted).
 # ``DELIVERY_GRACE_SECONDS`` overrides it (tests shorten it; a sweeper that runs rarely
@@ -83,6 +86,7 @@ class Closed(StrEnum):
     MOVED_ON = "moved_on"  # the run went on or ended without needing this answer
     CHANGED = "changed"  # the question was asked again with other content: a new card asks it
     FAILED = "failed"  # the run failed; nothing will act on an answer
+    CANCELLED = "cancelled"  # someone cancelled the run
 
 
 # What a card shows: "live" (with buttons), "decided" or "closed:<why>". An ask whose card
@@ -119,9 +123,10 @@ class Decision:
     at: float
     text: str | None = None
     edited_input: dict[str, Any] | None = None
+    expired: bool = False  # the bot's own rejection of an ask nobody answered in time
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        return {k: v for k, v in asdict(self).items() if v is not None and v is not False}
 
     def same_answer(self, other: Decision | None) -> bool:
         """The same person gave the same answer (a retry or a resubmission), whenever."""
@@ -135,6 +140,7 @@ class Decision:
             at=float(data["at"]),
             text=data.get("text"),
             edited_input=data.get("edited_input"),
+            expired=bool(data.get("expired")),
         )
 
 
@@ -179,11 +185,19 @@ class Ask:
     digest: str = ""
     shown: str | None = None
     closed: Closed | None = None
+    rules: AskRules = field(default_factory=AskRules)  # who may decide, how many, until when
+    votes: dict[str, Decision] = field(default_factory=dict)  # approvals so far under a quorum, by user
+    escalated: bool = False  # the escalation group was added to who may decide
+    notices: tuple[str, ...] = ()  # reminders and escalations claimed by a sweeper, in order
+    notified: int = 0  # how many of ``notices`` Slack accepted
 
     @property
     def view(self) -> str:
-        """What this ask's card should show now (see ``LIVE``)."""
+        """What this ask's card should show now (see ``LIVE``): a live card also shows the
+        approvals gathered so far and whether it was escalated."""
         if self.status is AskStatus.PENDING:
+            if self.votes or self.escalated:
+                return f"{LIVE}:{len(self.votes)}{':escalated' if self.escalated else ''}"
             return LIVE
         if self.status is AskStatus.OBSOLETE:
             return f"closed:{(self.closed or Closed.MOVED_ON).value}"
@@ -221,7 +235,39 @@ class Ask:
             data["shown"] = self.shown
         if self.closed is not None:
             data["closed"] = self.closed.value
+        if self.rules != AskRules():
+            data["rules"] = self.rules.to_dict()
+        if self.rules.quorum > 1 or self.votes:
+            # Present (if empty) under a quorum: DynamoDB adds a vote at votes.<user>, and
+            # counts the approvals still missing in ``short`` (its conditions cannot add).
+            data["votes"] = {user: vote.to_dict() for user, vote in self.votes.items()}
+            data["short"] = self.rules.quorum - len(self.votes)
+        if self.escalated:
+            data["escalated"] = True
+        if self.notices:
+            data["notices"] = list(self.notices)
+        if self.notified:
+            data["notified"] = self.notified
         return data
+
+    def next_deadline(self) -> float | None:
+        """When a sweeper has something to do for this pending ask: expire it, remind, escalate."""
+        times = [self.rules.expires_at]
+        reminded = self.notices.count("remind")
+        if reminded < len(self.rules.remind_at):
+            times.append(self.rules.remind_at[reminded])
+        if not self.escalated:
+            times.append(self.rules.escalate_at)
+        due = [t for t in times if t is not None]
+        return min(due) if due else None
+
+    def voters(self) -> list[str]:
+        """Who approved so far, in the order they did."""
+        return [u for u, _ in sorted(self.votes.items(), key=lambda kv: kv[1].at)]
+
+    @property
+    def notices_owed(self) -> bool:
+        return self.notified < len(self.notices)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ask:
@@ -240,6 +286,11 @@ class Ask:
             digest=str(data.get("digest") or ""),
             shown=data.get("shown"),
             closed=Closed(data["closed"]) if data.get("closed") else None,
+            rules=AskRules.from_dict(data["rules"]) if data.get("rules") else AskRules(),
+            votes={u: Decision.from_dict(v) for u, v in (data.get("votes") or {}).items()},
+            escalated=bool(data.get("escalated")),
+            notices=tuple(data.get("notices") or ()),
+            notified=int(data.get("notified") or 0),
         )
 
 
@@ -278,6 +329,9 @@ class Run:
     trail: tuple[str, ...] = ()  # the nodes run so far, in order (the last ``MAX_TRAIL``)
     stalled: int = 0  # sweeper deliveries in a row that left something owed
     stalled_at: float | None = None  # when the last of them was tried
+    audit: tuple[AuditEvent, ...] = ()  # the last ``engine.audit.MAX_EVENTS`` events
+    audit_dropped: int = 0  # older events let go (they are in the log)
+    cancelled_by: str | None = None  # who asked to cancel (a holder ends the run at its save)
     # Where the store keeps the state (store-owned; the engine only passes it back). Not
     # part of a run's identity: the same run read from two stores compares equal.
     state_ref: dict[str, Any] | None = field(default=None, compare=False)
@@ -303,6 +357,8 @@ class Run:
         if self.owes_slack:
             since = self.stalled_at or self.updated_at
             due.append(since + DELIVERY_GRACE_SECONDS * 2 ** min(self.stalled, MAX_BACKOFF_DOUBLINGS))
+        if self.status is RunStatus.WAITING:
+            due.extend(t for a in self.pending_asks() if (t := a.next_deadline()) is not None)
         state_expires = (self.state_ref or {}).get("expires_at")
         if self.status is RunStatus.WAITING and state_expires is not None:
             due.append(float(state_expires) - STATE_REFRESH_MARGIN_SECONDS)
@@ -324,7 +380,7 @@ class Run:
         if self.status.terminal and self.final is None:
             return True
         return any(a.card_owed for a in self.asks.values()) or (
-            self.status is RunStatus.WAITING and any(a.card is None for a in self.pending_asks())
+            self.status is RunStatus.WAITING and any(a.card is None or a.notices_owed for a in self.pending_asks())
         )
 
     def pending_asks(self) -> list[Ask]:
@@ -367,6 +423,9 @@ class Run:
             "stalled": self.stalled,
             "stalled_at": self.stalled_at,
             "state_ref": self.state_ref,
+            "audit": [e.to_dict() for e in self.audit] or None,
+            "audit_dropped": self.audit_dropped or None,
+            "cancelled_by": self.cancelled_by,
         }
 
     @classmethod
@@ -393,4 +452,7 @@ class Run:
             stalled=int(data.get("stalled") or 0),
             stalled_at=float(data["stalled_at"]) if data.get("stalled_at") is not None else None,
             state_ref=data.get("state_ref"),
+            audit=tuple(AuditEvent.from_dict(e) for e in data.get("audit") or ()),
+            audit_dropped=int(data.get("audit_dropped") or 0),
+            cancelled_by=data.get("cancelled_by"),
         )

@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import replace
 
+from engine.audit import AuditEvent, appended
 from engine.lease import Beat
 from engine.records import AskStatus, Closed, Run, RunStatus
 from engine.settle import merge_concurrent_decisions
@@ -30,14 +31,30 @@ RETRY_WINDOW = 120.0  # at most this long retrying one save, even while the leas
 
 def failed_record(run: Run, *, now: float, error: str) -> Run:
     """``run`` ended as failed: open asks closed (their cards will say so), lease and state dropped."""
+    return _ended(run, now=now, status=RunStatus.FAILED, why=Closed.FAILED, error=error)
+
+
+def cancelled_record(run: Run, *, now: float) -> Run:
+    """``run`` ended as cancelled by ``run.cancelled_by``: open asks closed, nothing resumes it."""
+    ended = _ended(run, now=now, status=RunStatus.CANCELLED, why=Closed.CANCELLED, error=None)
+    trail, dropped = appended(
+        ended.audit, ended.audit_dropped, [AuditEvent(at=now, kind="cancelled", by=run.cancelled_by)]
+    )
+    return ended.evolve(audit=trail, audit_dropped=dropped)
+
+
+def _ended(run: Run, *, now: float, status: RunStatus, why: Closed, error: str | None) -> Run:
     asks = {
-        k: replace(a, status=AskStatus.OBSOLETE, closed=Closed.FAILED)
+        k: replace(a, status=AskStatus.OBSOLETE, closed=why)
         if a.status in (AskStatus.PENDING, AskStatus.DECIDED)
         else a
         for k, a in run.asks.items()
     }
+    if error is not None:
+        trail, dropped = appended(run.audit, run.audit_dropped, [AuditEvent(at=now, kind="failed", text=error)])
+        run = run.evolve(audit=trail, audit_dropped=dropped)
     return run.evolve(
-        status=RunStatus.FAILED,
+        status=status,
         asks=asks,
         lease_owner=None,
         lease_until=None,
@@ -75,6 +92,10 @@ class Saver:
                 write_id = secrets.token_hex(8)
                 target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
                 fallback = merge_concurrent_decisions(claimed=claimed, mine=fallback, fresh=fresh)
+                if fresh.cancelled_by and not target.status.terminal:
+                    # Cancelled while this pass ran: it stops here, and nothing resumes it.
+                    logger.info("run %s: cancelled during a pass; ending it", claimed.run_id)
+                    target = cancelled_record(target, now=self._clock())
                 expected = fresh.version
             except StoreError as error:
                 now = self._clock()

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.execution import Step, StepStatus
+from engine.audit import AuditEvent, appended
+from engine.execution import Raised, Step, StepStatus
+from engine.policy import SOLO_ONLY, AskRules
 from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Run, RunStatus, Verdict, ask_digest
 from engine.sources import gated_tool_use_id
 
@@ -44,7 +46,18 @@ def new_ask_key(taken: Collection[str]) -> str:
     return key
 
 
-def settle(claimed: Run, step: Step, *, sent: list[str], now: float, stale: Collection[str] = ()) -> Outcome:
+RulesFor = Callable[[Raised], AskRules]
+
+
+def settle(
+    claimed: Run,
+    step: Step,
+    *,
+    sent: list[str],
+    now: float,
+    stale: Collection[str] = (),
+    rules_for: RulesFor | None = None,
+) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
     An interrupt raised again with the same id from the same node and the same content
@@ -54,6 +67,10 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float, stale: Coll
     question: the old ask is closed as changed, whatever was decided on it is discarded,
     and a new ask with a new key gets a new card. An ask left pending that the pass did
     not raise again, or any open ask of a run that ended, is closed too.
+
+    Each new ask gets the terms of the graph's policy (``rules_for``); under a quorum it
+    offers no Edit or Trust (see ``engine.policy.SOLO_ONLY``). The audit trail gains
+    what happened: resumed, asked, and how the run ended.
 
     A run that ends drops its state (nothing will resume it); cards are not posted here
     but after the save, from the record (durable before visible).
@@ -83,6 +100,8 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float, stale: Coll
             continue
         if live is not None and live.key in asks:
             changed.add(live.key)
+        rules = rules_for(raised) if rules_for is not None else AskRules()
+        verdicts = tuple(v for v in raised.verdicts if rules.quorum == 1 or v.value not in SOLO_ONLY)
         new_asks.append(
             Ask(
                 key=new_ask_key([*asks, *(a.key for a in new_asks)]),
@@ -93,8 +112,9 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float, stale: Coll
                 node_id=raised.node_id,
                 status=AskStatus.PENDING,
                 created_at=now,
-                verdicts=raised.verdicts,
+                verdicts=verdicts,
                 tool=raised.tool,
+                rules=rules,
             )
         )
 
@@ -110,7 +130,15 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float, stale: Coll
     asks = _forget_oldest_finished(asks)
 
     keep_state = not status.terminal
+    events = [AuditEvent(at=now, kind="resumed", text=f"{len(sent)} answer(s) sent to the graph")] if sent else []
+    events += [AuditEvent(at=now, kind="asked", ask=a.key, text=_asked_text(a)) for a in new_asks]
+    if status.terminal:
+        ended = {RunStatus.COMPLETED: None, RunStatus.FAILED: step.error, RunStatus.REJECTED: step.error}[status]
+        events.append(AuditEvent(at=now, kind=status.value, text=ended))
+    trail, dropped = appended(claimed.audit, claimed.audit_dropped, events)
     run = claimed.evolve(
+        audit=trail,
+        audit_dropped=dropped,
         status=status,
         asks=asks,
         snapshot=(step.snapshot if step.snapshot is not None else claimed.snapshot) if keep_state else None,
@@ -125,6 +153,16 @@ def settle(claimed: Run, step: Step, *, sent: list[str], now: float, stale: Coll
         updated_at=now,
     )
     return Outcome(run=run, new_asks=new_asks)
+
+
+def _asked_text(ask: Ask) -> str:
+    terms = ask.rules
+    parts = [ask.tool.name if ask.tool else ask.name]
+    if terms.approvers is not None:
+        parts.append("approvers " + ", ".join(terms.approvers))
+    if terms.quorum > 1:
+        parts.append(f"{terms.quorum} approvals needed")
+    return "; ".join(parts)
 
 
 def _cap(text: str | None, limit: int) -> str | None:
@@ -227,5 +265,22 @@ def merge_concurrent_decisions(*, claimed: Run, mine: Run, fresh: Run) -> Run:
         if decided_meanwhile and current.closed is not Closed.CHANGED:
             status = AskStatus.DECIDED if current.status is AskStatus.PENDING else AskStatus.OBSOLETE
             current = replace(current, status=status, decision=ask.decision)
+        if current.status is AskStatus.PENDING and ask.status is AskStatus.PENDING:
+            # Votes, escalations and notices recorded meanwhile on an ask still open.
+            current = replace(
+                current,
+                votes={**current.votes, **ask.votes},
+                escalated=current.escalated or ask.escalated,
+                notices=ask.notices if len(ask.notices) > len(current.notices) else current.notices,
+                notified=max(current.notified, ask.notified),
+            )
         asks[key] = current
-    return mine.evolve(asks=asks, thread=mine.thread or fresh.thread, final=mine.final or fresh.final)
+    trail, dropped = appended(mine.audit, max(mine.audit_dropped, fresh.audit_dropped), fresh.audit)
+    return mine.evolve(
+        asks=asks,
+        thread=mine.thread or fresh.thread,
+        final=mine.final or fresh.final,
+        audit=trail,
+        audit_dropped=dropped,
+        cancelled_by=mine.cancelled_by or fresh.cancelled_by,
+    )

@@ -63,11 +63,16 @@ def response_for(ask: Ask, decision: Decision) -> Any:
     """The value ``interrupt(...)`` returns in graph code for this decision."""
     if ask.name == HITL_INTERRUPT_NAME:
         return _hitl_response(decision)
+    if decision.expired:  # nobody answered in time: a rejection by nobody
+        return {"decision": Verdict.REJECT.value, "text": decision.text, "user": None, "expired": True}
     # An edit is an approval of the edited call: gates written for approve/reject keep working.
     verdict = Verdict.APPROVE if decision.verdict is Verdict.EDIT else decision.verdict
     response: dict[str, Any] = {"decision": verdict.value, "text": decision.text, "user": decision.user}
     if decision.edited_input is not None:
         response["edited_input"] = decision.edited_input
+    if verdict is Verdict.APPROVE:
+        # Everyone whose approval counted, in order (one name without a quorum).
+        response["approvers"] = [*ask.voters(), decision.user]
     return response
 
 
@@ -86,6 +91,8 @@ def _hitl_response(decision: Decision) -> str:
         return "yes"
     if decision.verdict is Verdict.TRUST:
         return "trust"
+    if decision.expired:
+        return "no"
     if decision.verdict is Verdict.REPLY:
         # A typed answer goes through HumanInTheLoop's own evaluation ("yes" approves).
         return decision.text or ""

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from engine.audit import AuditEvent
+from engine.policy import Refusal
 from engine.records import Decision, MessageRef, Run, RunStatus, Verdict
 
 
@@ -29,6 +31,7 @@ class Delivery:
     cards: dict[str, MessageRef] = field(default_factory=dict)
     shown: dict[str, str] = field(default_factory=dict)
     final: MessageRef | None = None
+    notified: dict[str, int] = field(default_factory=dict)  # ask key -> notices Slack accepted
     # When a sweeper's delivery left something owed (Slack kept failing): the record counts
     # such rounds and backs off from the last one, so a channel that is gone is not hammered.
     stalled_at: float | None = None
@@ -36,7 +39,12 @@ class Delivery:
     @property
     def empty(self) -> bool:
         return (
-            self.thread is None and not self.cards and not self.shown and self.final is None and self.stalled_at is None
+            self.thread is None
+            and not self.cards
+            and not self.shown
+            and not self.notified
+            and self.final is None
+            and self.stalled_at is None
         )
 
 
@@ -103,6 +111,19 @@ class VerdictNotOffered(StoreError):
         self.verdict = verdict
 
 
+class DecisionRefused(StoreError):
+    """The policy does not let this person give this answer (``engine.policy.refusal``).
+
+    Carries the run as stored, so the caller can name who may decide. Nothing was written.
+    """
+
+    def __init__(self, run: Run, ask_key: str, refusal: Refusal) -> None:
+        super().__init__(f"ask {ask_key} of run {run.run_id}: {refusal.value}")
+        self.run = run
+        self.ask_key = ask_key
+        self.refusal = refusal
+
+
 class RunStore(Protocol):
     def create(self, run: Run) -> None:
         """Insert a new run. Raises RunExists if the id is taken."""
@@ -128,8 +149,17 @@ class RunStore(Protocol):
         now: float,
         claim: Lease | None = None,
         card: MessageRef | None = None,
+        member_of: frozenset[str] = frozenset(),
+        event: AuditEvent | None = None,
     ) -> Run:
-        """Record ``decision`` on ask ``ask_key`` iff that ask is still pending.
+        """Record ``decision`` on ask ``ask_key`` iff that ask is still pending and the
+        ask's policy lets its author give it (``engine.store_rules.decided`` states the
+        rules; ``member_of`` is the user groups the author is in).
+
+        Under a quorum, an approval that does not reach it is recorded as a vote
+        (``Ask.votes``) and the ask stays pending; the approval that reaches it decides
+        the ask. ``event`` is appended to the audit trail in the same write (as a
+        ``voted`` event when the approval only counted).
 
         Sets the ask's status to decided, bumps ``version``, sets ``updated_at`` to
         ``now`` and returns the whole run as stored afterwards: its state is included when
@@ -140,7 +170,8 @@ class RunStore(Protocol):
         its holder adopts the decision when its own save finds the version moved.
         ``card`` is where the click came from: recorded if the ask has no card yet (a
         process died between posting the card and recording it), so it gets updated.
-        Raises AskNotPending (with the stored run) when the ask is no longer pending,
+        Raises DecisionRefused (with the stored run) when the policy forbids it,
+        AskNotPending (with the stored run) when the ask is no longer pending,
         VerdictNotOffered (with the stored run) when it is pending but
         ``decision.verdict`` is not one of its ``verdicts``, RunNotFound / AskNotFound
         when there is no such run or ask. A refused call changes nothing. Exactly one of
@@ -201,6 +232,15 @@ class RunStore(Protocol):
         the duplicate). Bumps ``version`` so that a holder whose save was computed before
         it merges rather than overwrites, and brings ``sweep_at`` up to date (an empty
         delivery only does that). Raises RunNotFound.
+        """
+        ...
+
+    def note(self, run_id: str, event: AuditEvent) -> None:
+        """Append ``event`` to the run's audit trail (a refused click: nothing else is written).
+
+        Bumps ``version`` so a holder's save merges it rather than overwrites it. A trail
+        that is full (``engine.audit.MAX_EVENTS``) is left as it is; the event is still
+        logged. Raises RunNotFound.
         """
         ...
 

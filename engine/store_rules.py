@@ -11,13 +11,69 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.records import Run, RunStatus
-from engine.store import Delivery
+from engine.audit import MAX_EVENTS, AuditEvent, appended
+from engine.policy import final_vote, refusal
+from engine.records import AskStatus, Decision, MessageRef, Run, RunStatus
+from engine.store import AskNotFound, AskNotPending, DecisionRefused, Delivery, Lease, RunNotFound, VerdictNotOffered
 
 
 def claimable_with_decision(run: Run, *, now: float) -> bool:
     """A decision may claim the run in the same write: it waits and nobody holds it."""
     return run.status is RunStatus.WAITING and (run.lease_owner is None or (run.lease_until or 0.0) < now)
+
+
+def decided(
+    run: Run | None,
+    run_id: str,
+    ask_key: str,
+    decision: Decision,
+    *,
+    now: float,
+    claim: Lease | None = None,
+    card: MessageRef | None = None,
+    member_of: frozenset[str] = frozenset(),
+    event: AuditEvent | None = None,
+) -> Run:
+    """The record after ``decision``, or the store error that refuses it.
+
+    Returns ``run`` itself (same version) when the decision is already recorded: the
+    same answer again after it decided the ask, or the very same vote delivered twice.
+    """
+    if run is None:
+        raise RunNotFound(run_id)
+    ask = run.asks.get(ask_key)
+    if ask is None:
+        raise AskNotFound(f"{run_id}/{ask_key}")
+    if ask.status is AskStatus.DECIDED and decision.same_answer(ask.decision):
+        return run  # the same answer again: already done
+    if ask.status is AskStatus.PENDING and ask.votes.get(decision.user) == decision:
+        return run  # this very vote, delivered again
+    if ask.status is not AskStatus.PENDING:
+        raise AskNotPending(run, ask_key)
+    if decision.verdict not in ask.verdicts:
+        raise VerdictNotOffered(run, ask_key, decision.verdict)
+    why = refusal(run, ask, decision, member_of=member_of)
+    if why is not None:
+        raise DecisionRefused(run, ask_key, why)
+    if final_vote(ask, decision):
+        ask = replace(ask, status=AskStatus.DECIDED, decision=decision, card=ask.card or card)
+    else:
+        ask = replace(ask, votes={**ask.votes, decision.user: decision}, card=ask.card or card)
+        event = replace(event, kind="voted") if event is not None else None
+    trail, dropped = appended(run.audit, run.audit_dropped, [event] if event else [])
+    new = run.evolve(
+        asks={**run.asks, ask_key: ask}, version=run.version + 1, updated_at=now, audit=trail, audit_dropped=dropped
+    )
+    if claim is not None and ask.status is AskStatus.DECIDED and claimable_with_decision(run, now=now):
+        new = new.evolve(status=RunStatus.RESUMING, lease_owner=claim.owner, lease_until=claim.until)
+    return new
+
+
+def noted(run: Run, event: AuditEvent) -> Run | None:
+    """The record with ``event`` appended, or None when the trail is full (left as it is)."""
+    if len(run.audit) >= MAX_EVENTS:
+        return None
+    return run.evolve(audit=(*run.audit, event), version=run.version + 1)
 
 
 def apply_delivery(run: Run, delivery: Delivery) -> Run:
@@ -29,6 +85,9 @@ def apply_delivery(run: Run, delivery: Delivery) -> Run:
     for key, shown in delivery.shown.items():
         if key in asks:
             asks[key] = replace(asks[key], shown=shown)
+    for key, count in delivery.notified.items():
+        if key in asks and count > asks[key].notified:
+            asks[key] = replace(asks[key], notified=count)
     return run.evolve(
         asks=asks,
         thread=run.thread or delivery.thread,
@@ -44,4 +103,5 @@ def known_to(delivery: Delivery, run: Run) -> Delivery:
         delivery,
         cards={k: v for k, v in delivery.cards.items() if k in run.asks},
         shown={k: v for k, v in delivery.shown.items() if k in run.asks},
+        notified={k: v for k, v in delivery.notified.items() if k in run.asks},
     )

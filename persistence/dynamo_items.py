@@ -21,9 +21,12 @@ from typing import Any, cast
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
-from engine.records import Decision, Run
+from engine.policy import APPROVING, HITL_YES
+from engine.records import Decision, Run, Verdict
+from engine.sources import HITL_INTERRUPT_NAME
 from engine.store import Delivery
 
+MAX_VOTER_IDS = 40  # the user and the groups they are in, tested against an ask's approvers
 RUN_SK = "run"
 SWEEP_PK = "sweep"
 ITEM_LIMIT = 400 * 1024  # DynamoDB's hard limit for one item, names and values included
@@ -55,6 +58,46 @@ def decision_value(decision: Decision) -> dict[str, Any]:
     if "edited_input" in data:
         data["edited_input"] = _json(data["edited_input"])
     return wire(data)
+
+
+def counts_as_approval(decision: Decision) -> bool:
+    return not decision.expired and decision.verdict.value in APPROVING
+
+
+def policy_conditions(
+    decision: Decision, member_of: frozenset[str], names: dict[str, str], values: dict[str, Any]
+) -> list[str]:
+    """``engine.policy.refusal`` as condition expressions on ask ``#k`` (see that function).
+
+    The decider and each group they are in is tested against the ask's approvers (and,
+    once it escalated, its escalation ids); absent approvers mean anyone.
+    """
+    if decision.expired:
+        return []
+    # DynamoDB refuses names and values an expression does not use: add only what is used.
+    names.update({"#rules": "rules", "#approvers": "approvers", "#esc": "escalated", "#escto": "escalate_to"})
+    values.update({":user": {"S": decision.user}, ":true": {"BOOL": True}})
+    ids = [decision.user, *sorted(member_of)][:MAX_VOTER_IDS]
+    for n, value in enumerate(ids):
+        values[f":v{n}"] = {"S": value}
+    listed = " OR ".join(f"contains(asks.#k.#rules.#approvers, :v{n})" for n in range(len(ids)))
+    escalated = " OR ".join(f"contains(asks.#k.#rules.#escto, :v{n})" for n in range(len(ids)))
+    allowed = (
+        f"(attribute_not_exists(asks.#k.#rules.#approvers) OR {listed} OR (asks.#k.#esc = :true AND ({escalated})))"
+    )
+    if decision.verdict is Verdict.REJECT:
+        conditions = [f"(started_by = :user OR {allowed})"]
+    else:
+        names["#allow"] = "allow_self"
+        conditions = ["(started_by <> :user OR asks.#k.#rules.#allow = :true)", allowed]
+    if counts_as_approval(decision):
+        names.update({"#u": decision.user, "#votes": "votes"})
+        conditions.append("attribute_not_exists(asks.#k.#votes.#u)")
+    if decision.verdict is Verdict.REPLY and (decision.text or "").strip().lower() in HITL_YES:
+        names.update({"#name": "name", "#short": "short"})
+        values[":hitl"] = {"S": HITL_INTERRUPT_NAME}
+        conditions.append("(attribute_not_exists(asks.#k.#short) OR asks.#k.#name <> :hitl)")
+    return conditions
 
 
 def _doc(run: Run) -> dict[str, Any]:
@@ -156,7 +199,7 @@ def delivery_expression(
         names["#final"] = "final"
         values[":final"] = wire(asdict(delivery.final))
         sets.append("#final = if_not_exists(#final, :final)")
-    keys = {k: f"#a{n}" for n, k in enumerate(dict.fromkeys([*delivery.cards, *delivery.shown]))}
+    keys = {k: f"#a{n}" for n, k in enumerate(dict.fromkeys([*delivery.cards, *delivery.shown, *delivery.notified]))}
     names.update({placeholder: k for k, placeholder in keys.items()})
     if keys:
         names["#asks"] = "asks"
@@ -164,6 +207,8 @@ def delivery_expression(
         names["#card"] = "card"
     if delivery.shown:
         names["#shown"] = "shown"
+    if delivery.notified:
+        names["#notified"] = "notified"
     for n, (k, ref) in enumerate(delivery.cards.items()):
         path = f"#asks.{keys[k]}.#card"
         values[f":c{n}"] = wire(asdict(ref))
@@ -171,6 +216,10 @@ def delivery_expression(
     for n, (k, shown) in enumerate(delivery.shown.items()):
         values[f":s{n}"] = {"S": shown}
         sets.append(f"#asks.{keys[k]}.#shown = :s{n}")
+    for n, (k, count) in enumerate(delivery.notified.items()):
+        # Notices are posted in order, so a higher count includes the lower ones.
+        values[f":n{n}"] = wire(count)
+        sets.append(f"#asks.{keys[k]}.#notified = :n{n}")
     if sweep_at is not _UNSET:
         if sweep_at is None:
             removes += ["sweep_pk", "sweep_at"]

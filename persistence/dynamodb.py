@@ -38,24 +38,24 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
-from engine.records import DEFAULT_VERDICTS, AskStatus, Decision, MessageRef, Run, RunStatus
+from engine.audit import MAX_EVENTS, AuditEvent
+from engine.records import DEFAULT_VERDICTS, DELIVERY_GRACE_SECONDS, AskStatus, Decision, MessageRef, Run, RunStatus
 from engine.store import (
     AskNotFound,
-    AskNotPending,
     Delivery,
     Lease,
     RunExists,
     RunNotFound,
     StoreBroken,
     StoreUnavailable,
-    VerdictNotOffered,
     VersionConflict,
 )
-from engine.store_rules import apply_delivery, known_to
+from engine.store_rules import apply_delivery, decided, known_to
 from persistence import aws, snapshots
 from persistence import dynamo_items as items
 from persistence.dynamo_offload import Offloader, SnapshotMoved
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
+_DECIDE_ATTEMPTS = 4  # a vote, then the approval it turned out to be, with a race or two
 INLINE_STATE_LIMIT = 2 * 1024  # encoded bytes kept in the record: less than a request's worth
 _READ_ATTEMPTS = 3
 
@@ -181,22 +182,68 @@ class DynamoRunStore:
         now: float,
         claim: Lease | None = None,
         card: MessageRef | None = None,
+        member_of: frozenset[str] = frozenset(),
+        event: AuditEvent | None = None,
     ) -> Run:
-        try:
-            return self._decide(run_id, ask_key, decision, now=now, claim=claim, card=card)
-        except _HeldByOthers:
-            # Pending and offered, but someone holds the run: decide alone. The holder's
-            # save then fails its version check and it adopts this decision.
-            return self._decide(run_id, ask_key, decision, now=now, claim=None, card=card)
+        # One conditional UpdateItem in the plain case. Every rule of ``store_rules.decided``
+        # is restated in its condition; when it fails, the item as stored (ALL_OLD) is
+        # judged by those rules in Python, which either names the refusal or says how to
+        # write instead: as a vote (under a quorum, approvals are still missing), or
+        # without the claim (someone holds the run; its holder's save then fails its
+        # version check and adopts this decision). Whatever lands in between makes the
+        # next attempt fail and be judged again.
+        vote, claiming = False, claim
+        for _ in range(_DECIDE_ATTEMPTS):
+            try:
+                return self._decide(
+                    run_id,
+                    ask_key,
+                    decision,
+                    now=now,
+                    claim=claiming,
+                    card=card,
+                    member_of=member_of,
+                    event=event,
+                    vote=vote,
+                )
+            except _Rejudge as failed:
+                expected = decided(
+                    failed.run,
+                    run_id,
+                    ask_key,
+                    decision,
+                    now=now,
+                    claim=claiming,
+                    card=card,
+                    member_of=member_of,
+                    event=event,
+                )  # raises the refusal, if that is what it was
+                if expected is failed.run:
+                    return self._inline(failed.item)  # already recorded (a retry after a lost response)
+                new_vote = expected.asks[ask_key].status is AskStatus.PENDING
+                held = claiming is not None and not new_vote and expected.lease_owner != claiming.owner
+                if new_vote == vote and not held:
+                    # Allowed as parsed, yet refused: the condition and the rules disagree
+                    # about this item. Refuse rather than guess.
+                    raise StoreBroken(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
+                vote, claiming = new_vote, (None if held else claiming)
+        raise StoreUnavailable(f"ask {ask_key} of run {run_id}: the record kept changing; try again")
 
     def _decide(
-        self, run_id: str, ask_key: str, decision: Decision, *, now: float, claim: Lease | None, card: MessageRef | None
+        self,
+        run_id: str,
+        ask_key: str,
+        decision: Decision,
+        *,
+        now: float,
+        claim: Lease | None,
+        card: MessageRef | None,
+        member_of: frozenset[str],
+        event: AuditEvent | None,
+        vote: bool,
     ) -> Run:
-        # One UpdateItem cannot branch on status, so the claim is part of the condition:
-        # it holds only while the run waits and nobody holds it. When the claim part is
-        # what failed (read off the ALL_OLD item), the caller decides alone.
+        names = {"#k": ask_key, "#st": "status", "#version": "version", "#verdicts": "verdicts"}
         values: dict[str, Any] = {
-            ":decided": {"S": AskStatus.DECIDED.value},
             ":pending": {"S": AskStatus.PENDING.value},
             ":verdict": {"S": decision.verdict.value},
             ":d": items.decision_value(decision),
@@ -205,37 +252,54 @@ class DynamoRunStore:
             ":sweep": {"S": items.SWEEP_PK},
             **({":none": {"N": "0"}} if decision.verdict in DEFAULT_VERDICTS else {}),
         }
-        update = (
-            "SET asks.#k.#st = :decided, asks.#k.decision = :d, #version = #version + :one,"
-            " updated_at = :now, sweep_pk = :sweep"
-        )
-        condition = f"asks.#k.#st = :pending AND {_offers(decision)}"
-        names = {"#k": ask_key, "#st": "status", "#version": "version", "#verdicts": "verdicts"}
+        if event is not None:
+            names["#audit"] = "audit"
+            values[":empty"] = {"L": []}
+            values[":ev"] = items.wire([(replace(event, kind="voted") if vote else event).to_dict()])
+        sets = ["#version = #version + :one", "updated_at = :now", "sweep_pk = :sweep"]
+        if event is not None:
+            sets.append("#audit = list_append(if_not_exists(#audit, :empty), :ev)")
+        conditions = ["asks.#k.#st = :pending", _offers(decision)]
+        conditions += items.policy_conditions(decision, member_of, names, values)
         if card is not None:
-            update += ", asks.#k.#card = if_not_exists(asks.#k.#card, :card)"
+            sets.append("asks.#k.#card = if_not_exists(asks.#k.#card, :card)")
             names["#card"] = "card"
             values[":card"] = items.wire({"channel": card.channel, "ts": card.ts})
-        if claim is None:
-            # Due at once on a waiting run (its decision needs picking up); at its lease's
-            # end on a held one (its holder picks the decision up when it saves).
-            update += ", sweep_at = if_not_exists(lease_until, :now)"
+        if vote:
+            # One approval of several: the ask stays pending and its card shows the count;
+            # the run is due for a card update should this process die before making it.
+            names.update({"#u": decision.user, "#votes": "votes", "#short": "short"})
+            values[":due"] = items.wire(now + DELIVERY_GRACE_SECONDS)
+            sets += ["asks.#k.#votes.#u = :d", "asks.#k.#short = asks.#k.#short - :one"]
+            sets.append("sweep_at = if_not_exists(lease_until, :due)")
+            conditions.append("asks.#k.#short > :one")
         else:
-            update += ", #st = :resuming, lease_owner = :owner, lease_until = :until, sweep_at = :until"
-            condition += " AND #st = :waiting AND (attribute_not_exists(lease_owner) OR lease_until < :now)"
-            values.update(
-                {
-                    ":resuming": {"S": RunStatus.RESUMING.value},
-                    ":waiting": {"S": RunStatus.WAITING.value},
-                    ":owner": {"S": claim.owner},
-                    ":until": items.wire(claim.until),
-                }
-            )
+            values[":decided"] = {"S": AskStatus.DECIDED.value}
+            sets += ["asks.#k.#st = :decided", "asks.#k.decision = :d"]
+            if items.counts_as_approval(decision):
+                names["#short"] = "short"
+                conditions.append("(attribute_not_exists(asks.#k.#short) OR asks.#k.#short <= :one)")
+            if claim is None:
+                # Due at once on a waiting run (its decision needs picking up); at its lease's
+                # end on a held one (its holder picks the decision up when it saves).
+                sets.append("sweep_at = if_not_exists(lease_until, :now)")
+            else:
+                sets += ["#st = :resuming", "lease_owner = :owner", "lease_until = :until", "sweep_at = :until"]
+                conditions.append("#st = :waiting AND (attribute_not_exists(lease_owner) OR lease_until < :now)")
+                values.update(
+                    {
+                        ":resuming": {"S": RunStatus.RESUMING.value},
+                        ":waiting": {"S": RunStatus.WAITING.value},
+                        ":owner": {"S": claim.owner},
+                        ":until": items.wire(claim.until),
+                    }
+                )
         try:
             got = self._ddb.update_item(
                 TableName=self._table,
                 Key=items.key(run_id),
-                UpdateExpression=update,
-                ConditionExpression=condition,
+                UpdateExpression="SET " + ", ".join(sets),
+                ConditionExpression=" AND ".join(conditions),
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
@@ -248,22 +312,33 @@ class DynamoRunStore:
             old = _stored_item(exc)
             if old is None:
                 raise RunNotFound(run_id) from None
-            run = items.run_from_item(old)
-            ask = run.asks.get(ask_key)
-            if ask is None:
-                raise AskNotFound(f"{run_id}/{ask_key}") from None
-            if ask.status is AskStatus.DECIDED and decision.same_answer(ask.decision):
-                return self._inline(old)  # our own write, retried after a lost response (or resubmitted)
-            if ask.status is not AskStatus.PENDING:
-                raise AskNotPending(run, ask_key) from None
-            if decision.verdict not in ask.verdicts:
-                raise VerdictNotOffered(run, ask_key, decision.verdict) from None
-            if claim is not None:
-                raise _HeldByOthers from None
-            # Pending and offered as parsed, yet the condition failed: _offers and
-            # Ask.from_dict disagree about this item. Refuse rather than guess.
-            raise StoreBroken(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
+            raise _Rejudge(old, items.run_from_item(old)) from None
         return self._inline(got["Attributes"])
+
+    @aws.mapped
+    def note(self, run_id: str, event: AuditEvent) -> None:
+        try:
+            self._ddb.update_item(
+                TableName=self._table,
+                Key=items.key(run_id),
+                UpdateExpression="SET #audit = list_append(if_not_exists(#audit, :empty), :ev),"
+                " #version = #version + :one",
+                ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(#audit) OR size(#audit) < :max)",
+                ExpressionAttributeNames={"#audit": "audit", "#version": "version"},
+                ExpressionAttributeValues={
+                    ":empty": {"L": []},
+                    ":ev": items.wire([event.to_dict()]),
+                    ":one": {"N": "1"},
+                    ":max": {"N": str(MAX_EVENTS)},
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            if _stored_item(exc) is None:
+                raise RunNotFound(run_id) from None
+            # The trail is full: the event is only logged.
 
     @aws.mapped
     def claim(
@@ -489,8 +564,13 @@ class DynamoRunStore:
         return run.evolve(snapshot=snapshots.decode(self._offload.fetch(run.run_id, ref)))
 
 
-class _HeldByOthers(Exception):
-    pass
+class _Rejudge(Exception):
+    """The decision's condition failed; carries the item as stored to judge it by the rules."""
+
+    def __init__(self, item: dict[str, Any], run: Run) -> None:
+        super().__init__("condition failed")
+        self.item = item
+        self.run = run
 
 
 def _offers(decision: Decision) -> str:

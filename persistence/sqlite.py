@@ -22,23 +22,20 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
-from engine.records import AskStatus, Decision, MessageRef, Run, RunStatus
+from engine.audit import AuditEvent
+from engine.records import Decision, MessageRef, Run, RunStatus
 from engine.store import (
-    AskNotFound,
-    AskNotPending,
     Delivery,
     Lease,
     RunExists,
     RunNotFound,
     StoreBroken,
     StoreUnavailable,
-    VerdictNotOffered,
     VersionConflict,
 )
-from engine.store_rules import apply_delivery, claimable_with_decision
+from engine.store_rules import apply_delivery, decided, noted
 from persistence import snapshots
 
 P = ParamSpec("P")
@@ -165,29 +162,35 @@ class SqliteRunStore:
         now: float,
         claim: Lease | None = None,
         card: MessageRef | None = None,
+        member_of: frozenset[str] = frozenset(),
+        event: AuditEvent | None = None,
     ) -> Run:
+        with self._write() as conn:
+            run = self._read(conn, run_id)
+            new = decided(
+                run,
+                run_id,
+                ask_key,
+                decision,
+                now=now,
+                claim=claim,
+                card=card,
+                member_of=member_of,
+                event=event,
+            )  # raises (and rolls back, nothing written) when refused
+            if run is not None and new is not run:
+                self._update(conn, new, expected_version=run.version)
+        return new
+
+    @_mapped
+    def note(self, run_id: str, event: AuditEvent) -> None:
         with self._write() as conn:
             run = self._read(conn, run_id)
             if run is None:
                 raise RunNotFound(run_id)
-            ask = run.asks.get(ask_key)
-            if ask is None:
-                raise AskNotFound(f"{run_id}/{ask_key}")
-            if ask.status is AskStatus.DECIDED and decision.same_answer(ask.decision):
-                return run  # the same answer again: already done
-            if ask.status is not AskStatus.PENDING:
-                raise AskNotPending(run, ask_key)
-            if decision.verdict not in ask.verdicts:
-                raise VerdictNotOffered(run, ask_key, decision.verdict)  # rolls back; nothing was written
-            asks = {
-                **run.asks,
-                ask_key: replace(ask, status=AskStatus.DECIDED, decision=decision, card=ask.card or card),
-            }
-            new = run.evolve(asks=asks, version=run.version + 1, updated_at=now)
-            if claim is not None and claimable_with_decision(run, now=now):
-                new = new.evolve(status=RunStatus.RESUMING, lease_owner=claim.owner, lease_until=claim.until)
-            self._update(conn, new, expected_version=run.version)
-        return new
+            new = noted(run, event)
+            if new is not None:
+                self._update(conn, new, expected_version=run.version)
 
     @_mapped
     def claim(

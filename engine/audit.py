@@ -1,0 +1,119 @@
+"""The audit trail: what happened to a run, who did it, when, kept with the run.
+
+Events ride in the writes the bot makes anyway (the start's create, a decision's
+conditional write, a pass's save, a sweeper's save), so the trail costs no request of
+its own on the path of an approval; only a refused click, which writes nothing else,
+costs one small append. The record keeps the last ``MAX_EVENTS`` (it is billed by its
+size on every write) and counts what it let go; every event is also logged as one
+``audit`` line, so a log pipeline keeps the whole history.
+
+Events are never changed once written. Texts are cut to ``MAX_TEXT`` characters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+logger = logging.getLogger("approval_bot.audit")
+
+MAX_EVENTS = 100
+MAX_TEXT = 300
+
+# The kinds of events, in the words ``/graph audit`` shows.
+KINDS = {
+    "started": "started the run",
+    "asked": "asked",
+    "voted": "approved (not yet enough approvals)",
+    "decided": "decided",
+    "edited": "approved with edits",
+    "expired": "expired",
+    "reminded": "reminded",
+    "escalated": "escalated",
+    "resumed": "resumed",
+    "completed": "completed",
+    "failed": "failed",
+    "rejected": "ended: a gate said no",
+    "cancelled": "cancelled",
+    "cancel_requested": "asked to cancel",
+    "refused": "refused a click",
+    "refused_start": "refused a start",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditEvent:
+    at: float
+    kind: str
+    by: str | None = None  # a Slack user id; None for the bot itself (expiry, sweeps)
+    ask: str | None = None  # the ask key
+    text: str | None = None  # what was said, decided, changed or why
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", secrets.token_hex(4))
+        if self.text is not None and len(self.text) > MAX_TEXT:
+            object.__setattr__(self, "text", self.text[: MAX_TEXT - 1] + "…")
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"at": self.at, "kind": self.kind, "id": self.id}
+        for name in ("by", "ask", "text"):
+            if (value := getattr(self, name)) is not None:
+                data[name] = value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AuditEvent:
+        return cls(
+            at=float(data["at"]),
+            kind=str(data["kind"]),
+            by=data.get("by"),
+            ask=data.get("ask"),
+            text=data.get("text"),
+            id=str(data.get("id") or ""),
+        )
+
+
+def appended(
+    trail: tuple[AuditEvent, ...], dropped: int, events: Iterable[AuditEvent]
+) -> tuple[tuple[AuditEvent, ...], int]:
+    """``trail`` with ``events`` added (each once, by id), cut to the last ``MAX_EVENTS``."""
+    merged, seen = list(trail), {e.id for e in trail}
+    for event in events:
+        if event.id not in seen:
+            seen.add(event.id)
+            merged.append(event)
+    merged.sort(key=lambda e: e.at)
+    extra = max(len(merged) - MAX_EVENTS, 0)
+    return tuple(merged[extra:]), dropped + extra
+
+
+def log(run_id: str, events: Iterable[AuditEvent]) -> None:
+    """One log line per event, for the history the record does not keep."""
+    for event in events:
+        logger.info("audit %s", json.dumps({"run": run_id, **event.to_dict()}, ensure_ascii=False))
+
+
+def edit_diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:
+    """The keys an Edit changed, as ``key: old → new`` (values as compact JSON)."""
+    old, new = before or {}, after or {}
+    parts = []
+    for name in sorted(set(old) | set(new)):
+        if old.get(name, _MISSING) != new.get(name, _MISSING):
+            parts.append(f"{name}: {_short(old.get(name, _MISSING))} → {_short(new.get(name, _MISSING))}")
+    return "; ".join(parts) or "no change"
+
+
+_MISSING: Any = object()
+
+
+def _short(value: Any) -> str:
+    if value is _MISSING:
+        return "(none)"
+    text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    return text if len(text) <= 60 else text[:59] + "…"

@@ -1,0 +1,312 @@
+"""Who may decide an ask, how many must agree, and until when: the approval policy.
+
+A graph declares its policy with its definition (``graph_def(..., approvers=...,
+quorum=..., expires_after=..., allow_self_approval=..., starters=...)``), and may give
+single asks stricter terms (``asks={"send_payment": AskPolicy(quorum=2)}``, keyed by
+the gated tool's name or the interrupt's name). When an ask is raised, the policy that
+applies to it is written into the ask itself (``AskRules``): a decision is judged by the
+terms its card showed, even if the definition changes while the ask waits.
+
+The rules are here, once, as plain functions of the record (``refusal``); the stores
+apply them inside their atomic decision write (SQLite in Python, DynamoDB as a
+condition expression that the contract suite checks against these functions).
+Group ids (``S…``) are resolved to members by the caller through a ``Directory`` and
+passed in as the groups the person is in: the record never holds a member list.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from engine.records import Ask, Decision, Run
+
+USER_ID = re.compile(r"^[UW][A-Z0-9]{2,20}\Z")
+GROUP_ID = re.compile(r"^S[A-Z0-9]{2,20}\Z")
+DEFAULT_EXPIRES_AFTER = 3 * 86400.0  # an undecided ask is rejected after three days
+MAX_QUORUM = 10
+MAX_IDS = 50  # approvers, starters or escalation ids per policy
+MIN_REMINDER_WAIT = 120.0  # asks that expire sooner get no reminder by default
+
+
+class PolicyError(ValueError):
+    """A policy keyword has a value the bot cannot enforce; the message names it."""
+
+
+class Directory(Protocol):
+    """Who is in a user group (Slack's ``usergroups.users.list``), briefly cached."""
+
+    async def members(self, group: str) -> frozenset[str]: ...
+
+
+class Refusal(StrEnum):
+    """Why a person may not give an answer; nothing is recorded then."""
+
+    NOT_APPROVER = "not_approver"  # not in the ask's approvers
+    SELF_APPROVAL = "self_approval"  # started the run, and the policy forbids approving it
+    ALREADY_APPROVED = "already_approved"  # a second approval by the same person under a quorum
+    NEEDS_APPROVE = "needs_approve"  # a reply that would approve a quorum ask on its own
+
+
+# Verdicts that say yes to what the card shows: under a quorum each counts as one approval.
+APPROVING = frozenset({"approve", "edit", "trust"})
+# Verdicts that only approve alone: not offered when an ask needs several approvals
+# (an Edit changes what earlier approvers approved; a Trust would skip later quorums).
+SOLO_ONLY = frozenset({"edit", "trust"})
+# What Strands' HumanInTheLoop default evaluation reads as yes (a Reply is passed to it as text).
+HITL_YES = frozenset({"y", "yes", "t", "trust"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class AskPolicy:
+    """Terms for particular asks, overriding the graph's (None: keep the graph's)."""
+
+    approvers: Sequence[str] | None = None
+    quorum: int | None = None
+    expires_after: float | None = None
+    allow_self_approval: bool | None = None
+    remind_after: Sequence[float] | None = None
+    escalate_to: Sequence[str] | None = None
+    escalate_after: float | None = None
+
+    def __post_init__(self) -> None:
+        _check_terms(self, where="AskPolicy")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """A graph's policy. ``approvers``/``starters`` None: anyone in the channel."""
+
+    approvers: tuple[str, ...] | None = None
+    quorum: int = 1
+    expires_after: float | None = None  # None: the deployment's ASK_EXPIRES_AFTER
+    allow_self_approval: bool = False
+    starters: tuple[str, ...] | None = None
+    remind_after: tuple[float, ...] | None = None  # None: once, halfway to expiry
+    escalate_to: tuple[str, ...] = ()
+    escalate_after: float | None = None
+    asks: Mapping[str, AskPolicy] = field(default_factory=dict)
+
+    @classmethod
+    def declare(
+        cls,
+        *,
+        approvers: Sequence[str] | None = None,
+        quorum: int = 1,
+        expires_after: float | None = None,
+        allow_self_approval: bool = False,
+        starters: Sequence[str] | None = None,
+        remind_after: Sequence[float] | None = None,
+        escalate_to: Sequence[str] | None = None,
+        escalate_after: float | None = None,
+        asks: Mapping[str, AskPolicy] | None = None,
+    ) -> Policy:
+        """The policy as ``graph_def`` takes it, checked; PolicyError names a bad keyword."""
+        probe = AskPolicy(
+            approvers=approvers,
+            quorum=quorum,
+            expires_after=expires_after,
+            allow_self_approval=allow_self_approval,
+            remind_after=remind_after,
+            escalate_to=escalate_to,
+            escalate_after=escalate_after,
+        )
+        if starters is not None:
+            _check_ids(starters, what="starters")
+        for name, override in (asks or {}).items():
+            if not isinstance(name, str) or not name:
+                raise PolicyError(f"asks: keys are tool or interrupt names, got {name!r}")
+            if not isinstance(override, AskPolicy):
+                raise PolicyError(f"asks[{name!r}] must be an AskPolicy, got {type(override).__name__}")
+        return cls(
+            approvers=tuple(probe.approvers) if probe.approvers is not None else None,
+            quorum=quorum,
+            expires_after=expires_after,
+            allow_self_approval=allow_self_approval,
+            starters=tuple(starters) if starters is not None else None,
+            remind_after=tuple(remind_after) if remind_after is not None else None,
+            escalate_to=tuple(escalate_to or ()),
+            escalate_after=escalate_after,
+            asks=dict(asks or {}),
+        )
+
+    def groups(self) -> frozenset[str]:
+        """Every user-group id the policy names (to resolve members before a decision)."""
+        ids = [*(self.approvers or ()), *(self.starters or ()), *self.escalate_to]
+        for override in self.asks.values():
+            ids += [*(override.approvers or ()), *(override.escalate_to or ())]
+        return frozenset(i for i in ids if GROUP_ID.match(i))
+
+    def rules_for(self, *, name: str, tool: str | None, now: float, default_expires_after: float) -> AskRules:
+        """The terms an ask raised now gets: the graph's, with its override applied."""
+        override = (self.asks.get(tool) if tool else None) or self.asks.get(name) or AskPolicy()
+
+        def pick(value: Any, fallback: Any) -> Any:
+            return fallback if value is None else value
+
+        approvers = pick(override.approvers, self.approvers)
+        quorum = int(pick(override.quorum, self.quorum))
+        wait = float(pick(override.expires_after, pick(self.expires_after, default_expires_after)))
+        reminders = pick(override.remind_after, self.remind_after)
+        if reminders is None:
+            reminders = (wait / 2,) if wait >= MIN_REMINDER_WAIT else ()
+        escalate_after = pick(override.escalate_after, self.escalate_after)
+        escalate_to = tuple(pick(override.escalate_to, self.escalate_to) or ())
+        escalate_at = now + float(escalate_after) if escalate_to and escalate_after is not None else None
+        return AskRules(
+            approvers=tuple(approvers) if approvers is not None else None,
+            quorum=quorum,
+            allow_self=bool(pick(override.allow_self_approval, self.allow_self_approval)),
+            expires_at=now + wait,
+            remind_at=tuple(sorted(now + float(r) for r in reminders if 0 < float(r) < wait)),
+            escalate_at=escalate_at if escalate_at is not None and escalate_at < now + wait else None,
+            escalate_to=escalate_to if escalate_at is not None and escalate_at < now + wait else (),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class AskRules:
+    """The terms one ask was raised with, kept in its record."""
+
+    approvers: tuple[str, ...] | None = None  # None: anyone in the channel
+    quorum: int = 1
+    allow_self: bool = False
+    expires_at: float | None = None
+    remind_at: tuple[float, ...] = ()
+    escalate_at: float | None = None
+    escalate_to: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"quorum": self.quorum, "allow_self": self.allow_self}
+        if self.approvers is not None:
+            data["approvers"] = list(self.approvers)
+        if self.expires_at is not None:
+            data["expires_at"] = self.expires_at
+        if self.remind_at:
+            data["remind_at"] = list(self.remind_at)
+        if self.escalate_at is not None:
+            data["escalate_at"] = self.escalate_at
+            data["escalate_to"] = list(self.escalate_to)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AskRules:
+        approvers = data.get("approvers")
+        return cls(
+            approvers=tuple(approvers) if approvers is not None else None,
+            quorum=int(data.get("quorum") or 1),
+            allow_self=bool(data.get("allow_self")),
+            expires_at=float(data["expires_at"]) if data.get("expires_at") is not None else None,
+            remind_at=tuple(float(t) for t in data.get("remind_at") or ()),
+            escalate_at=float(data["escalate_at"]) if data.get("escalate_at") is not None else None,
+            escalate_to=tuple(data.get("escalate_to") or ()),
+        )
+
+
+def deciders(ask: Ask) -> tuple[str, ...] | None:
+    """Who may decide ``ask`` now: its approvers, plus the escalation group once escalated."""
+    approvers = ask.rules.approvers
+    if approvers is None:
+        return None
+    return approvers + tuple(i for i in ask.rules.escalate_to if i not in approvers) if ask.escalated else approvers
+
+
+def refusal(run: Run, ask: Ask, decision: Decision, *, member_of: frozenset[str]) -> Refusal | None:
+    """Why ``decision`` may not be recorded on ``ask``, or None when it may.
+
+    ``member_of`` is the user groups the decider is in (resolved by the caller). Expiry
+    is the bot's own decision and is never refused. The person who started the run may
+    always reject (stopping one's own run is never dangerous), but approves, replies,
+    edits, trusts or retries only when the policy allows self-approval; everyone else
+    must be one of the approvers, directly or through a group.
+    """
+    if decision.expired:
+        return None
+    verdict = decision.verdict.value
+    user = decision.user
+    rejecting = verdict == "reject"
+    if user == run.started_by and not rejecting and not ask.rules.allow_self:
+        return Refusal.SELF_APPROVAL
+    if not (rejecting and user == run.started_by):
+        allowed = deciders(ask)
+        if allowed is not None and user not in allowed and not (member_of & set(allowed)):
+            return Refusal.NOT_APPROVER
+    if verdict in APPROVING and user in ask.votes:
+        return Refusal.ALREADY_APPROVED
+    if verdict == "reply" and ask.rules.quorum > 1 and reply_would_approve(ask, decision.text):
+        return Refusal.NEEDS_APPROVE
+    return None
+
+
+def reply_would_approve(ask: Ask, text: str | None) -> bool:
+    """A Reply that Strands' HumanInTheLoop would read as a yes (it evaluates the text)."""
+    from engine.sources import HITL_INTERRUPT_NAME
+
+    return ask.name == HITL_INTERRUPT_NAME and (text or "").strip().lower() in HITL_YES
+
+
+def final_vote(ask: Ask, decision: Decision) -> bool:
+    """Whether ``decision`` decides the ask (a rejection, a reply, or the approval that
+    reaches the quorum) rather than adding one approval to it."""
+    return decision.expired or decision.verdict.value not in APPROVING or len(ask.votes) + 1 >= ask.rules.quorum
+
+
+def may_start(policy: Policy, user: str, *, member_of: frozenset[str]) -> bool:
+    return policy.starters is None or user in policy.starters or bool(member_of & set(policy.starters))
+
+
+def may_oversee(run: Run, user: str, *, member_of: frozenset[str], policy: Policy | None) -> bool:
+    """Who may cancel a run and read its audit trail: whoever started it, and anyone who
+    may decide one of its asks (or, before it asked anything, the graph's approvers)."""
+    if user == run.started_by:
+        return True
+    sets = [deciders(a) for a in run.asks.values()] or [policy.approvers if policy else None]
+    return any(s is None or user in s or bool(member_of & set(s)) for s in sets)
+
+
+def _check_terms(terms: AskPolicy, *, where: str) -> None:
+    if terms.approvers is not None:
+        _check_ids(terms.approvers, what="approvers")
+        if not terms.approvers:
+            raise PolicyError("approvers: an empty list lets nobody decide; use None for anyone in the channel")
+    if terms.quorum is not None and (
+        isinstance(terms.quorum, bool) or not isinstance(terms.quorum, int) or not 1 <= terms.quorum <= MAX_QUORUM
+    ):
+        raise PolicyError(f"quorum must be a whole number from 1 to {MAX_QUORUM}, got {terms.quorum!r}")
+    for name in ("expires_after", "escalate_after"):
+        value = getattr(terms, name)
+        if value is not None and not _positive_seconds(value):
+            raise PolicyError(f"{name} must be a positive number of seconds, got {value!r}")
+    if terms.allow_self_approval is not None and not isinstance(terms.allow_self_approval, bool):
+        raise PolicyError(f"allow_self_approval must be True or False, got {terms.allow_self_approval!r}")
+    reminders = terms.remind_after
+    if reminders is not None and (
+        isinstance(reminders, (str, bytes)) or not all(_positive_seconds(r) for r in reminders)
+    ):
+        raise PolicyError(f"remind_after must be a list of positive seconds, got {reminders!r}")
+    if terms.escalate_to is not None:
+        _check_ids(terms.escalate_to, what="escalate_to")
+    if bool(terms.escalate_to) != (terms.escalate_after is not None) and terms.escalate_to is not None:
+        raise PolicyError(f"{where}: escalate_to and escalate_after go together")
+
+
+def _check_ids(ids: Sequence[str], *, what: str) -> None:
+    if isinstance(ids, (str, bytes)):
+        raise PolicyError(f"{what} must be a list of Slack ids, got the single string {ids!r}")
+    if len(ids) > MAX_IDS:
+        raise PolicyError(f"{what}: at most {MAX_IDS} ids")
+    for value in ids:
+        if not isinstance(value, str) or not (USER_ID.match(value) or GROUP_ID.match(value)):
+            raise PolicyError(
+                f"{what}: {value!r} is not a Slack user id (U…/W…) or user-group id (S…); "
+                "names like @alice change, ids do not"
+            )
+
+
+def _positive_seconds(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < float(value) < math.inf
