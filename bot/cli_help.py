@@ -31,6 +31,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "AWS_ENDPOINT_URL_S3": "an S3 endpoint instead of AWS's",
     "LEASE_SECONDS": "how long a resuming process owns a run, 5 or more (default 120)",
     "DELIVERY_GRACE_SECONDS": "seconds before the sweeper delivers what another process owes Slack (default 60)",
+    "ASK_EXPIRES_AFTER": "seconds an ask waits when its graph sets no expires_after (default 259200, 3 days)",
+    "RUN_RETENTION_DAYS": "days a finished run is kept before it is deleted (default 30)",
     "LOG_LEVEL": "DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
     "LOG_LEVEL*": "DEBUG, INFO, WARNING (default here), ERROR or CRITICAL",
 }
@@ -46,11 +48,13 @@ _STORE: Final = (
     "AWS_ENDPOINT_URL_DYNAMODB",
     "AWS_ENDPOINT_URL_S3",
 )
+# What the engine of serve, socket and sweep reads besides the store and the graphs.
+_ENGINE: Final = ("LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "ASK_EXPIRES_AFTER", "RUN_RETENTION_DAYS")
 
 READS: Final[dict[str, tuple[str, ...]]] = {
-    "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, "LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "LOG_LEVEL"),
-    "socket": (*_SLACK, "SLACK_APP_TOKEN", *_GRAPHS, *_STORE, "LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "LOG_LEVEL"),
-    "sweep": (*_SLACK, *_GRAPHS, *_STORE, "LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "LOG_LEVEL"),
+    "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL"),
+    "socket": (*_SLACK, "SLACK_APP_TOKEN", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL"),
+    "sweep": (*_SLACK, *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL"),
     "create-table": (
         "DYNAMODB_TABLE*",
         "SNAPSHOT_BUCKET*",

@@ -1,8 +1,9 @@
 """The engine's ``Publisher`` for Slack: renders with ``bot.render`` and posts with the Web API.
 
 All of a run's messages go to one thread: the announcement is the thread's root, and
-cards, the final output and failures are replies in it. Each message carries Slack
-message metadata naming its run and what it is (an ask key, the end, the announcement),
+cards, reminders, escalations, the final output and failures are replies in it. Each
+message carries Slack message metadata naming its run and what it is (an ask key, the
+end, the announcement, ``<ask key>:notice:<index>`` for a reminder or an escalation),
 so that a later delivery can find a message whose posting was never recorded (the
 process died, the response was lost) instead of posting it twice.
 """
@@ -21,7 +22,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bot.render import cards, messages
 from bot.render.cards import Rendered
 from engine.ports import FINAL, PublishError
-from engine.records import LIVE, Ask, MessageRef, Run, RunStatus
+from engine.records import Ask, AskStatus, MessageRef, Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ class SlackPublisher:
     async def update_card(self, *, run: Run, ask: Ask) -> None:
         if ask.card is None:
             return
-        if ask.view == LIVE:
+        if ask.status is AskStatus.PENDING:  # "live", or live with approvals or an escalation to show
             card = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
         elif ask.decision is not None and ask.view == "decided":
             card = cards.decided_card(run=run, ask=ask)
@@ -83,9 +84,22 @@ class SlackPublisher:
         thread = _thread_of(run)
         return await self._post(run=run, what=FINAL, channel=thread.channel, thread_ts=thread.ts, message=message)
 
+    async def post_notice(self, *, run: Run, ask: Ask, index: int) -> MessageRef:
+        """Post a reminder or an escalation in the thread, mentioning who may decide.
+
+        It says the card is above in the thread rather than linking to it: a link would
+        cost a ``chat.getPermalink`` call per notice for a message a scroll away.
+        """
+        thread = _thread_of(run)
+        message = messages.ask_notice(run=run, ask=ask, index=index)
+        return await self._post(
+            run=run, what=notice_what(ask.key, index), channel=thread.channel, thread_ts=thread.ts, message=message
+        )
+
     async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
         """Look through the thread (or, for the announcement, the channel since the run
-        started) for a message whose metadata names this run and ``what``."""
+        started) for a message whose metadata names this run and ``what``: an ask key,
+        ``FINAL``, a notice (``notice_what``), or "" for the announcement."""
         what = what or ANNOUNCEMENT
         method: Callable[..., Awaitable[AsyncSlackResponse]]
         if what == ANNOUNCEMENT:
@@ -131,6 +145,11 @@ class SlackPublisher:
             metadata=_metadata(run, what),
         )
         return MessageRef(channel=str(response["channel"]), ts=str(response["ts"]))
+
+
+def notice_what(ask_key: str, index: int) -> str:
+    """What a notice's metadata says it is, as the engine asks ``find_posted`` for it."""
+    return f"{ask_key}:notice:{index}"
 
 
 def _metadata(run: Run, what: str) -> Metadata:

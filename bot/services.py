@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from bot.settings import Settings
     from engine import RunEngine
+    from engine.policy import Policy
     from engine.store import RunStore
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,17 @@ class GraphCatalog:
 
         return build_graph(name)
 
+    def policy(self, name: str) -> Policy:
+        """The approval policy of the graph registered as ``name``.
+
+        Raises:
+            graph_defs.UnknownGraph: nothing is registered under that name.
+        """
+        self.load()
+        from graph_defs.registry import get_graph
+
+        return get_graph(name).policy
+
     def describe(self) -> list[tuple[str, str]]:
         self.load()
         from graph_defs.registry import list_graphs
@@ -111,7 +123,12 @@ class Services:
 
         s = self.settings
         try:
-            return open_store(table=s.dynamodb_table, sqlite_path=s.sqlite_path, bucket=s.snapshot_bucket)
+            return open_store(
+                table=s.dynamodb_table,
+                sqlite_path=s.sqlite_path,
+                bucket=s.snapshot_bucket,
+                retention_days=s.run_retention_days,
+            )
         except (OSError, StoreError) as error:
             if s.dynamodb_table:
                 raise
@@ -127,6 +144,7 @@ class Services:
 
     @cached_property
     def engine(self) -> RunEngine:
+        from bot.directory import SlackDirectory
         from bot.publisher import SlackPublisher
         from engine import RunEngine
 
@@ -136,6 +154,9 @@ class Services:
             publisher=SlackPublisher(client=self.client),
             owner=self._owner,
             lease_seconds=self.settings.lease_seconds,
+            directory=SlackDirectory(client=self.client),
+            default_expires_after=self.settings.ask_expires_after,
+            retention_seconds=self.settings.run_retention_days * 86400,
         )
 
 

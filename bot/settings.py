@@ -25,6 +25,7 @@ from bot.slack_access import (
     checked_command,
     with_trailing_slash,
 )
+from engine.policy import DEFAULT_EXPIRES_AFTER
 
 
 class Settings(BaseSettings):
@@ -53,6 +54,12 @@ class Settings(BaseSettings):
     # of failing every run, or the first sweep, later.
     graph_model: Literal["bedrock", "offline"] = Field(default="bedrock", alias="GRAPH_MODEL")
     delivery_grace_seconds: float = Field(default=60.0, alias="DELIVERY_GRACE_SECONDS", gt=0, allow_inf_nan=False)
+    # How long an ask waits for a decision when its graph's policy names no expires_after.
+    ask_expires_after: float = Field(
+        default=DEFAULT_EXPIRES_AFTER, alias="ASK_EXPIRES_AFTER", gt=0, allow_inf_nan=False
+    )
+    # How long a finished run is kept (DynamoDB: its TTL; SQLite: the sweeper purges it).
+    run_retention_days: float = Field(default=30.0, alias="RUN_RETENTION_DAYS", gt=0, allow_inf_nan=False)
 
     @field_validator("graph_model", mode="before")
     @classmethod
@@ -98,6 +105,8 @@ _SHAPES: Final[dict[str, tuple[str, str, str]]] = {
     "EXAMPLE_GRAPHS": ("true or false", "true", "false"),
     "GRAPH_MODEL": ("bedrock or offline", "bedrock", "bedrock"),
     "DELIVERY_GRACE_SECONDS": ("a number of seconds, more than 0", "60", "60"),
+    "ASK_EXPIRES_AFTER": ("a number of seconds, more than 0", "86400", f"{DEFAULT_EXPIRES_AFTER:g}"),
+    "RUN_RETENTION_DAYS": ("a number of days, more than 0", "30", "30"),
 }
 _MISSING: Final[dict[str, str]] = {
     "SLACK_BOT_TOKEN": "the app's bot token, xoxb-…, from OAuth & Permissions",

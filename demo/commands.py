@@ -21,13 +21,20 @@ from demo.terminal import buttons_of, render_message
 from localslack import LocalSlack, LocalSlackUser
 
 CHANNEL = "C0DEMO"
-USERS = {"U0ALICE": "alice", "U0BOB": "bob", "U0CAROL": "carol"}
+# Who is in the demo channel: you, who start runs, and two teammates who approve them.
+# ``graph_defs.examples.payout`` names alice and bob as its approvers by these ids.
+YOU = "U0YOU"
+USERS = {YOU: "you", "U0ALICE": "alice", "U0BOB": "bob"}
 VERBS = ("approve", "reject", "reply", "trust", "retry", "edit")
 HELP = """\
 Start a run:    /graph run deploy billing 1.2.3   (/graph list, /graph help)
 Answer card N:  approve N | reject N [reason] | reply N <text>
                 trust N | retry N | edit N {json}
-Also:           as bob (act as bob) | cards | help | quit (or Ctrl-D)"""
+Switch user:    as alice | as bob | as you   (as alone: who is who)
+Who decides:    anyone but whoever started the run (they may only reject):
+                start as you, approve as alice. /graph run payout 900 EUR
+                to acme needs both alice and bob.
+Also:           cards | help | quit (or Ctrl-D)"""
 MODAL_TIMEOUT = 10.0
 _MAX_DIGITS = 6  # a card number longer than this is no card number
 # What a reply, a reason or an edited input is called in the one line saying it is too long.
@@ -38,18 +45,23 @@ FINAL = "final"
 
 
 class DemoSession:
-    """One person (who may switch users) in the demo channel, and what they have seen."""
+    """One person (who may switch users with ``as``) in the demo channel, and what they have seen.
+
+    They start as ``you``; a run's cards are for the others to approve (the bot refuses a
+    starter's own approval unless the graph allows it), so ``as alice`` comes in handy.
+    """
 
     def __init__(self, *, slack: LocalSlack, user: LocalSlackUser, console: Console, command: str = "/graph") -> None:
         self.slack = slack
         self.user = user
         self.console = console
         self.command = command
-        self.acting = "U0ALICE"
+        self.acting = YOU
         self.cards: list[tuple[str, str]] = []  # (channel, ts), numbered from 1
         self.started: set[str] = set()  # run ids, from the bot's message metadata
         self.ended: set[str] = set()
-        self.updated = 0
+        self.updated = 0  # card updates seen
+        self.notices = 0  # private messages seen (a command's answer, a refused click)
         self.last_change = time.monotonic()
         slack.on_change.append(self._on_change)
 
@@ -76,6 +88,7 @@ class DemoSession:
             body = {"text": body}
         if not isinstance(body, Mapping) or not (body.get("text") or body.get("blocks")):
             return
+        self.notices += 1
         self._show(body, f"only @{self.name(recipient or self.acting)} sees this")
 
     async def _on_change(self, event: str, details: dict[str, Any]) -> None:
@@ -97,14 +110,18 @@ class DemoSession:
         elif event == "command_ack" and details.get("effect") in ("ephemeral", "in_channel"):
             self._private(details.get("body"), None)
         elif event == "response_url" and details.get("effect"):
-            self._responded(str(details["effect"]), details.get("body") or {})
+            self._responded(str(details["effect"]), details.get("body") or {}, str(details.get("url") or ""))
 
-    def _responded(self, effect: str, body: Mapping[str, Any]) -> None:
+    def _responded(self, effect: str, body: Mapping[str, Any], url: str) -> None:
+        # The post this is about: the one to this response_url (the latest, if it cannot be told).
+        token = url.rsplit("/", 1)[-1]
+        posts = [r for r in self.slack.responses if str(r.get("url", "")).rsplit("/", 1)[-1] == token]
+        latest = posts[-1] if posts else self.slack.responses[-1] if self.slack.responses else {}
         if effect == "replace_original":  # a card updated through its response_url
-            latest = self.slack.responses[-1] if self.slack.responses else {}
             self._updated(str(latest.get("channel")), str(latest.get("message_ts")))
         elif effect in ("ephemeral", "in_channel"):
-            self._private(body, None)
+            # A refusal may land after the person switched users: it names whom it was for.
+            self._private(body, str(latest.get("user") or "") or None)
 
     def _updated(self, channel: str, ts: str) -> None:
         message = self.slack.message(channel, ts) or {}
@@ -165,13 +182,19 @@ class DemoSession:
             self.console.note(f"the bot answered HTTP {response.status}")
 
     def _act_as(self, who: str) -> None:
-        match = [u for u, n in USERS.items() if who.lower().lstrip("@") in (n, u.lower())]
+        """``as <user>``: act as that user from now on; ``as`` alone: who is who."""
+        choices = ", ".join(f"as {n}" for n in USERS.values())
+        if not who:
+            people = ", ".join(f"@{n}" + (" (now)" if u == self.acting else "") for u, n in USERS.items())
+            self.console.note(f"users here: {people}; switch with {choices}")
+            return
+        wanted = who.lower().lstrip("@")
+        match = [u for u, n in USERS.items() if wanted in (n, u.lower()) or (wanted == "me" and u == YOU)]
         if not match:
-            choices = ", ".join(f"as {n}" for n in USERS.values())
-            self.console.note(f"there is no user {who!r} here; try {choices}" if who else f"as whom? try {choices}")
+            self.console.note(f"there is no user {who!r} here; try {choices}")
             return
         self.acting = match[0]
-        self.console.note(f"you are now @{self.name(self.acting)}")
+        self.console.note(f"now acting as @{self.name(self.acting)}")
 
     def _list_cards(self) -> None:
         if not self.cards:

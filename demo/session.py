@@ -60,17 +60,32 @@ _OFFLINE = {
     "AWS_CONFIG_FILE": os.devnull,
 }
 
+# The walk-through: you start runs and your teammates decide them (a run's starter may
+# reject its asks but not approve them), then the payout graph's policy: two named
+# approvers, one approval each, and not the requester.
 SCRIPT = [
     "/graph list",
     "/graph run deploy billing 1.2.3",
+    "as alice",
     "approve 1",
+    "as you",
     "/graph run release-check 2.0.0",
+    "as alice",
     "reply 2 ship it after the smoke test",
     "as bob",
     "approve 3",
+    "as you",
     "/graph run cleanup remove the old staging databases",
     "reject 4 not before the audit",
+    "/graph run payout 900 EUR to acme",
+    "approve 5",  # refused: you started it
+    "as alice",
+    "approve 5",  # 1 of 2
+    "approve 5",  # refused: alice's approval counts once
+    "as bob",
+    "approve 5",  # 2 of 2: the payout is sent
 ]
+RUNS = sum(1 for line in SCRIPT if line.startswith("/graph run "))
 
 
 def own_environment(environ: MutableMapping[str, str] = os.environ) -> None:
@@ -188,18 +203,24 @@ async def _scripted(session: DemoSession) -> int:
             return 1
     cards = len(session.cards)
     session.console.note(f"\nDemo finished: {len(session.ended)} runs finished, {cards} cards answered.", indent="")
-    return 0 if len(session.ended) == 3 else 1
+    return 0 if len(session.ended) == RUNS else 1
 
 
 async def _step(session: DemoSession, line: str) -> None:
-    cards, ended, updated = len(session.cards), len(session.ended), session.updated
+    cards, ended, updated, notices = len(session.cards), len(session.ended), session.updated, session.notices
     await session.handle(line)
+    verb = line.split()[0]
     if line.startswith("/graph run"):
         await session.slack.wait_for(
             lambda: len(session.cards) > cards or len(session.ended) > ended, timeout=60, what="a card or a result"
         )
-    elif line.split()[0] in ("approve", "reject", "reply"):
-        await session.slack.wait_for(lambda: session.updated > updated, timeout=60, what="a decision")
+    elif verb in ("approve", "reject", "reply"):
+        # The card changes, or (a refused click, a vote short of the quorum) its clicker is told.
+        await session.slack.wait_for(
+            lambda: session.updated > updated or session.notices > notices, timeout=60, what="a decision"
+        )
+    elif verb == "as":
+        return  # the demo's own business: the bot has nothing to say
     await _quiet(session, seconds=0.8, limit=30)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, ParamSpec, TypeVar
@@ -57,6 +58,7 @@ logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
+PURGE_EVERY = 3600.0  # seconds between deletions of finished runs past their retention
 MAX_ROUNDS = 25  # resumes in a row for one click before the sweeper takes over
 
 
@@ -73,6 +75,7 @@ class RunEngine:
         new_id: Callable[[], str] = new_run_id,
         directory: Directory | None = None,
         default_expires_after: float = DEFAULT_EXPIRES_AFTER,
+        retention_seconds: float | None = None,
     ) -> None:
         self._store = store
         self._graphs = graphs
@@ -87,6 +90,8 @@ class RunEngine:
         self._working = 0
         self._directory = directory
         self._default_wait = default_expires_after
+        self._retention = retention_seconds
+        self._purged_at = -math.inf
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
@@ -157,8 +162,12 @@ class RunEngine:
             ask=ask_key,
             text=_said(decision),
         )
-        checked = self._graphs.known_groups()
-        member_of = frozenset() if decision.expired else await groups_of(self._directory, decision.user, checked)
+        # Group membership is looked up only when the ask's terms need it: a first write
+        # names the clicker alone; a refusal for want of a group the ask names looks the
+        # clicker up in those groups (cached) and writes once more. A plain click costs no
+        # Slack call, and one by a listed user no second write.
+        checked: frozenset[str] = frozenset()
+        member_of: frozenset[str] = frozenset()
         with self._work():
             for _ in range(2):
                 try:
@@ -178,8 +187,6 @@ class RunEngine:
                     ask = refused.run.asks[ask_key]
                     unchecked = {g for g in deciders(ask) or () if GROUP_ID.match(g)} - checked
                     if refused.refusal is Refusal.NOT_APPROVER and unchecked:
-                        # Groups no loaded policy named (a definition changed since the ask,
-                        # or this process has not loaded the graphs): look them up once.
                         checked |= unchecked
                         found = await groups_of(self._directory, decision.user, unchecked)
                         if found:
@@ -279,7 +286,24 @@ class RunEngine:
                 continue
             if run is not None:
                 swept.append(run)
+        await self._purge()
         return swept
+
+    async def _purge(self) -> None:
+        """Delete finished runs past their retention, at most hourly, on stores that need
+        it (DynamoDB lets its TTL do it, free of charge)."""
+        purge = getattr(self._store, "purge", None)
+        now = self._clock()
+        if purge is None or self._retention is None or now - self._purged_at < PURGE_EVERY:
+            return
+        self._purged_at = now
+        try:
+            gone = await self._io(purge, now=now, older_than=self._retention)
+        except StoreError:
+            logger.warning("sweep: could not delete finished runs past their retention", exc_info=True)
+            return
+        if gone:
+            logger.info("sweep: deleted %d finished runs past their retention", gone)
 
     async def due(self, *, limit: int = 25) -> list[str]:
         """The runs a sweep should look at now, oldest first (one query of the sweep index)."""

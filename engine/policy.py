@@ -75,7 +75,7 @@ class AskPolicy:
     escalate_after: float | None = None
 
     def __post_init__(self) -> None:
-        _check_terms(self, where="AskPolicy")
+        _check_terms(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,7 +269,7 @@ def may_oversee(run: Run, user: str, *, member_of: frozenset[str], policy: Polic
     return any(s is None or user in s or bool(member_of & set(s)) for s in sets)
 
 
-def _check_terms(terms: AskPolicy, *, where: str) -> None:
+def _check_terms(terms: AskPolicy) -> None:
     if terms.approvers is not None:
         _check_ids(terms.approvers, what="approvers")
         if not terms.approvers:
@@ -291,8 +291,8 @@ def _check_terms(terms: AskPolicy, *, where: str) -> None:
         raise PolicyError(f"remind_after must be a list of positive seconds, got {reminders!r}")
     if terms.escalate_to is not None:
         _check_ids(terms.escalate_to, what="escalate_to")
-    if bool(terms.escalate_to) != (terms.escalate_after is not None) and terms.escalate_to is not None:
-        raise PolicyError(f"{where}: escalate_to and escalate_after go together")
+    if bool(terms.escalate_to) != (terms.escalate_after is not None):
+        raise PolicyError("escalate_to and escalate_after go together: whom to add, and after how many seconds")
 
 
 def _check_ids(ids: Sequence[str], *, what: str) -> None:

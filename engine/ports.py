@@ -112,8 +112,3 @@ class GraphSource(Protocol):
     def policy(self, name: str) -> Policy:
         """The graph's approval policy (the default policy for a graph that declares none)."""
         ...
-
-    def known_groups(self) -> frozenset[str]:
-        """User-group ids the loaded policies name; empty when nothing is loaded yet (a
-        cold Lambda's ack must not import graph modules to find out)."""
-        ...

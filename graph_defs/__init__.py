@@ -6,6 +6,9 @@
     @graph_def("deploy", description="Plan, approve and roll out a service version")
     def build() -> Graph: ...
 
+The approval policy goes with the definition: ``@graph_def("payout", approvers=["S0FINANCE"],
+quorum=2, asks={"send_payment": AskPolicy(expires_after=3600)})``.
+
 Importing this package must stay light: the Slack ack path imports it, and importing
 strands takes seconds. So only the registry (which imports strands lazily) is loaded
 here; the graph modules are imported by ``load_graph_modules`` when a graph is needed.
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from graph_defs.registry import (
+    AskPolicy,
     GraphDefinition,
     GraphDefinitionError,
     GraphModuleError,
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from graph_defs.review import review_after
 
 __all__ = [
+    "AskPolicy",
     "GraphDefinition",
     "GraphDefinitionError",
     "GraphModuleError",

@@ -16,14 +16,17 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
+
+from engine.policy import AskPolicy, Policy, PolicyError
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
 __all__ = [
+    "AskPolicy",
     "GraphDefinition",
     "GraphDefinitionError",
     "GraphModuleError",
@@ -48,7 +51,7 @@ F = TypeVar("F", bound=Callable[[], "Graph"])
 
 
 class GraphDefinitionError(ValueError):
-    """A graph definition is invalid (bad name, duplicate name, wrong return type)."""
+    """A graph definition is invalid (bad name, duplicate name, bad policy, wrong return type)."""
 
 
 class GraphModuleError(ImportError):
@@ -82,12 +85,14 @@ class UnknownGraph(LookupError):
 
 @dataclass(frozen=True)
 class GraphDefinition:
-    """One registered graph: its name, a one-line description for ``/graph list``, and its factory."""
+    """One registered graph: its name, a one-line description for ``/graph list``, its
+    factory, and its approval policy (who may start it and decide its asks)."""
 
     name: str
     description: str
     factory: GraphFactory
     module: str
+    policy: Policy = field(default_factory=Policy)
 
 
 _registry: dict[str, GraphDefinition] = {}
@@ -106,20 +111,54 @@ def _same_function(a: Callable[..., object], b: Callable[..., object]) -> bool:
     )
 
 
-def graph_def(name: str, *, description: str = "") -> Callable[[F], F]:
+def graph_def(
+    name: str,
+    *,
+    description: str = "",
+    approvers: Sequence[str] | None = None,
+    quorum: int = 1,
+    expires_after: float | None = None,
+    allow_self_approval: bool = False,
+    starters: Sequence[str] | None = None,
+    remind_after: Sequence[float] | None = None,
+    escalate_to: Sequence[str] | None = None,
+    escalate_after: float | None = None,
+    asks: Mapping[str, AskPolicy] | None = None,
+) -> Callable[[F], F]:
     """Register the decorated function as the factory of the graph called ``name``.
+
+    The other keywords are the graph's approval policy (``engine.policy`` explains each):
+    Slack user ids (``U…``) or user-group ids (``S…``) for ``approvers``, ``starters`` and
+    ``escalate_to``, seconds for the waits, and ``asks`` for stricter terms on particular
+    tools or interrupts (``asks={"send_payment": AskPolicy(quorum=2)}``). The policy is
+    checked here, when the module is imported, so a mistake stops the bot at start.
 
     The function is returned unchanged, so it can still be called directly (e.g. in tests).
 
     Raises:
-        GraphDefinitionError: ``name`` does not match ``NAME_PATTERN``, or another function
-            already registered it.
+        GraphDefinitionError: ``name`` does not match ``NAME_PATTERN``, a policy keyword has
+            a value the bot cannot enforce (the message names it), or another function
+            already registered the name.
     """
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise GraphDefinitionError(
             f"invalid graph name {name!r}: use 1-40 characters from a-z, 0-9, '_' and '-', "
             "starting with a letter or digit"
         )
+    try:
+        policy = Policy.declare(
+            approvers=approvers,
+            quorum=quorum,
+            expires_after=expires_after,
+            allow_self_approval=allow_self_approval,
+            starters=starters,
+            remind_after=remind_after,
+            escalate_to=escalate_to,
+            escalate_after=escalate_after,
+            asks=asks,
+        )
+    except PolicyError as error:
+        raise GraphDefinitionError(f"graph {name!r}: {error}") from None
 
     def register(factory: F) -> F:
         if not callable(factory):
@@ -132,7 +171,7 @@ def graph_def(name: str, *, description: str = "") -> Callable[[F], F]:
                 f"and by {module}.{_qualname(factory)}"
             )
         _registry[name] = GraphDefinition(
-            name=name, description=" ".join(description.split()), factory=factory, module=module
+            name=name, description=" ".join(description.split()), factory=factory, module=module, policy=policy
         )
         return factory
 

@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from aiohttp import web
@@ -48,6 +48,7 @@ class LocalSlack(WebApi):
         users: Mapping[str, str] | None = None,
         channels: Mapping[str, str] | None = None,
         trigger_ttl: float = TRIGGER_TTL_SECONDS,
+        usergroups: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         super().__init__(
             team_id=team_id,
@@ -59,6 +60,8 @@ class LocalSlack(WebApi):
             channels=channels,
             trigger_ttl=trigger_ttl,
         )
+        for group, members in (usergroups or {}).items():
+            self.set_usergroup(group, members)  # more with set_usergroup, as an admin edits them
         self.bot_token = bot_token
         self.socket_mode = SocketMode(slack=self, app_token=app_token, ack_timeout=ack_timeout)
         """Socket Mode (``apps.connections.open`` and its WebSocket); see ``socket_mode.py``."""

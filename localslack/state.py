@@ -12,6 +12,7 @@ import copy
 import itertools
 import secrets
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from localslack.limits import check_message, check_view
@@ -47,6 +48,7 @@ class SlackState:
         self._open: list[str] = []
         self._ids = itertools.count(1)
         self._last_ts_us = 0
+        self._usergroups: dict[str, list[str]] = {}
 
     def reject(self, method: str, params: dict[str, Any], error: ApiError) -> dict[str, Any]:
         """Record a refusal and build the body Slack would answer with."""
@@ -103,6 +105,24 @@ class SlackState:
 
     def view_user(self, view_id: str) -> str | None:
         return self._view_user[view_id]
+
+    # -- user groups -----------------------------------------------------------------------------
+
+    def set_usergroup(self, group: str, users: Iterable[str]) -> None:
+        """Make user group ``group`` (an ``S…`` id) have exactly ``users``, as an admin would;
+        ``usergroups.users.list`` answers with them from now on."""
+        if isinstance(users, str):
+            raise TypeError(f"set_usergroup({group!r}, ...) takes a list of user ids, not the string {users!r}")
+        self._usergroups[group] = list(users)
+
+    def remove_usergroup(self, group: str) -> None:
+        """Forget ``group``: ``usergroups.users.list`` answers ``no_such_subteam`` for it."""
+        self._usergroups.pop(group, None)
+
+    def usergroup_members(self, group: str) -> list[str] | None:
+        """The members of ``group``, or None for a group that does not exist."""
+        users = self._usergroups.get(group)
+        return list(users) if users is not None else None
 
     # -- messages --------------------------------------------------------------------------------
 

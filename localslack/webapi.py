@@ -84,6 +84,7 @@ class WebApi(ConversationsApi):
             "views.update": self._views_update,
             "views.push": self._views_push,
             "users.info": self._users_info,
+            "usergroups.users.list": self._usergroups_users_list,
             "conversations.info": self._conversations_info,
             "conversations.replies": self._conversations_replies,
             "conversations.history": self._conversations_history,
@@ -226,6 +227,12 @@ class WebApi(ConversationsApi):
         profile = {"display_name": name, "real_name": name, "real_name_normalized": name}
         user = {"id": user_id, "team_id": self.team_id, "name": name, "real_name": name}
         return {"user": user | {"tz": "UTC", "is_bot": user_id == self.bot_user_id, "profile": profile}}
+
+    def _usergroups_users_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        members = self.usergroup_members(_required(params, "usergroup", "no_such_subteam"))
+        if members is None:
+            raise ApiError("no_such_subteam")
+        return {"users": members}
 
     def _exchange_trigger(self, params: dict[str, Any]) -> str | None:
         trigger = self._triggers.get(str(params.get("trigger_id", "")))

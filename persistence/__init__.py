@@ -50,12 +50,18 @@ __all__ = [
 ]
 
 
-def open_store(*, table: str | None, sqlite_path: str, bucket: str | None = None) -> RunStore:
-    """The DynamoDB store when a table is named (``DYNAMODB_TABLE``), else the SQLite file."""
+def open_store(
+    *, table: str | None, sqlite_path: str, bucket: str | None = None, retention_days: float = 30.0
+) -> RunStore:
+    """The DynamoDB store when a table is named (``DYNAMODB_TABLE``), else the SQLite file.
+
+    ``retention_days`` (``RUN_RETENTION_DAYS``): how long a finished run is kept. DynamoDB
+    expires it by TTL; the SQLite file is purged by the sweeper (``SqliteRunStore.purge``).
+    """
     if table:
         from persistence.dynamodb import DynamoRunStore
 
-        return DynamoRunStore(table, bucket=bucket)
+        return DynamoRunStore(table, bucket=bucket, retention_days=retention_days)
     return SqliteRunStore(sqlite_path)
 
 

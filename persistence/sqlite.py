@@ -43,7 +43,13 @@ T = TypeVar("T")
 
 _BUSY_TIMEOUT_S = 30.0
 
-_SCHEMA = """
+# Finished runs by when they finished (``purge``): an index on the document's own fields,
+# so no column needs keeping in step, and a file made before it gets it on open.
+_FINISHED = ", ".join(f"'{s.value}'" for s in RunStatus if s.terminal)
+_IS_FINISHED = f"json_extract(doc, '$.status') IN ({_FINISHED})"
+_UPDATED_AT = "json_extract(doc, '$.updated_at')"
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
     run_id   TEXT PRIMARY KEY,
     version  INTEGER NOT NULL,
@@ -52,6 +58,7 @@ CREATE TABLE IF NOT EXISTS runs (
     sweep_at REAL
 );
 CREATE INDEX IF NOT EXISTS runs_sweep_at ON runs (sweep_at) WHERE sweep_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS runs_finished ON runs ({_UPDATED_AT}) WHERE {_IS_FINISHED};
 """
 
 
@@ -267,6 +274,19 @@ class SqliteRunStore:
             (now, limit),
         )
         return [r[0] for r in rows]
+
+    @_mapped
+    def purge(self, *, now: float, older_than: float) -> int:
+        """Delete the finished runs (completed, failed, rejected, cancelled) last changed
+        more than ``older_than`` seconds before ``now``, snapshots included; returns how
+        many. The SQLite counterpart of DynamoDB's TTL on finished runs (``RUN_RETENTION_DAYS``).
+        """
+        with self._write() as conn:
+            cursor = conn.execute(
+                f"DELETE FROM runs WHERE {_IS_FINISHED} AND {_UPDATED_AT} < ?",
+                (now - older_than,),
+            )
+        return cursor.rowcount
 
     @staticmethod
     def _read(conn: sqlite3.Connection, run_id: str) -> Run | None:

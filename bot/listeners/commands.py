@@ -1,9 +1,11 @@
-"""The slash command: ``/graph run <graph> <task>``, ``/graph list``, ``/graph help``.
+"""The slash command: ``/graph run <graph> <task>``, ``list``, ``cancel <run id>``,
+``audit <run id>`` and ``help``.
 
-The ack answers what needs no graph code (help, usage errors) at once; starting a run
-and listing graphs are handed off to run after the ack, because both may import graph
-modules. A run's id comes from the command's ``trigger_id``, so a command delivered twice
-starts one run.
+The ack answers what needs no graph code (help, usage errors) at once; starting a run,
+listing graphs, cancelling and showing an audit trail are handed off to run after the
+ack, because they may import graph modules or read the store. A run's id comes from the
+command's ``trigger_id``, so a command delivered twice starts one run. A run id given to
+``cancel`` or ``audit`` is checked for its shape here, before anything reads the store.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from bot.handoff import Handoff, HandoffFailed
 from bot.render import messages
 from bot.services import Services
-from bot.work import ListGraphs, StartRun, Work, run_id_for
+from bot.work import RUN_ID, CancelRun, ListGraphs, ShowAudit, StartRun, Work, run_id_for
 from engine.ids import new_run_id
 
 MAX_TASK_CHARS = 4000
@@ -24,9 +26,10 @@ MAX_TASK_CHARS = 4000
 
 @dataclass(frozen=True, kw_only=True)
 class Command:
-    action: Literal["run", "list", "help"]
+    action: Literal["run", "list", "help", "cancel", "audit"]
     graph: str = ""
     task: str = ""
+    run_id: str = ""
 
 
 class UsageError(ValueError):
@@ -57,7 +60,22 @@ def parse_command(text: str) -> Command:
         if len(task) > MAX_TASK_CHARS:
             raise UsageError(f"The task is too long ({len(task)} characters, at most {MAX_TASK_CHARS}).")
         return Command(action="run", graph=words[1], task=task)
+    if verb in ("cancel", "audit"):
+        return Command(action="cancel" if verb == "cancel" else "audit", run_id=_run_id(verb, words[1:]))
     raise UsageError(f"Unknown subcommand `{words[0][:40]}`.")
+
+
+def _run_id(verb: str, rest: list[str]) -> str:
+    """The one run id after ``cancel``/``audit``, as the run's announcement shows it."""
+    if not rest:
+        raise UsageError(f"Name the run: `{verb} <run id>`, the id in backticks under the run's announcement.")
+    if len(rest) > 1:
+        raise UsageError(f"`{verb}` takes one run id, e.g. `{verb} <run id>`.")
+    run_id = rest[0].strip("`").lower()
+    if not RUN_ID.match(run_id):
+        shown = rest[0].replace("`", "'")[:40]
+        raise UsageError(f"`{shown}` is not a run id: copy the id in backticks under the run's announcement.")
+    return run_id
 
 
 def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
@@ -73,8 +91,13 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
             await ack(text=messages.help_text(command=name))
             return
         work: Work
+        response_url = command.get("response_url") or ""
         if parsed.action == "list":
-            work = ListGraphs(response_url=command.get("response_url") or "")
+            work = ListGraphs(response_url=response_url)
+        elif parsed.action == "cancel":
+            work = CancelRun(run_id=parsed.run_id, user=command["user_id"], response_url=response_url)
+        elif parsed.action == "audit":
+            work = ShowAudit(run_id=parsed.run_id, user=command["user_id"], response_url=response_url)
         else:
             work = StartRun(
                 run_id=run_id_for(command.get("trigger_id")) or new_run_id(),
@@ -82,12 +105,14 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
                 task=parsed.task,
                 user=command["user_id"],
                 channel=command["channel_id"],
-                response_url=command.get("response_url") or "",
+                response_url=response_url,
             )
         try:
             await handoff.submit(work)
         except HandoffFailed as failed:
-            if failed.maybe_started:
+            if parsed.action != "run":
+                text = f"I could not do that just now ({failed}). Try again in a moment."
+            elif failed.maybe_started:
                 text = f"I could not confirm that this started ({failed}). If nothing appears in a minute, try again."
             else:
                 text = f"I could not start that just now ({failed}). Try again in a moment."

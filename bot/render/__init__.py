@@ -19,6 +19,7 @@ from bot.render.cards import (
 )
 from bot.render.messages import (
     DEFAULT_COMMAND,
+    ask_notice,
     graph_list,
     help_text,
     run_cancelled,
@@ -43,7 +44,7 @@ from bot.render.modals import (
     verdict_for_callback_id,
 )
 from bot.render.mrkdwn import Rendered, escape, escape_keeping_mentions
-from bot.render.titles import card_title, readable_name
+from bot.render.titles import card_title, mention_id, mention_ids, readable_name, who_may_decide
 
 __all__ = [
     "ACTION_ID_PREFIX",
@@ -59,6 +60,7 @@ __all__ = [
     "Rendered",
     "action_id_for",
     "ask_card",
+    "ask_notice",
     "callback_id_for",
     "card_block_id",
     "card_title",
@@ -70,6 +72,8 @@ __all__ = [
     "escape_keeping_mentions",
     "graph_list",
     "help_text",
+    "mention_id",
+    "mention_ids",
     "modal_text",
     "obsolete_card",
     "parse_action_value",
@@ -83,4 +87,5 @@ __all__ = [
     "usage_error",
     "verdict_for_callback_id",
     "verdict_from_action_id",
+    "who_may_decide",
 ]

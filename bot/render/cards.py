@@ -5,6 +5,10 @@ when; no buttons, so nobody clicks a stale card), and ``obsolete_card`` replaces
 the run ended first. All three share the same body so that the message does not jump
 around when it is updated.
 
+A live card also states the ask's terms (``engine.policy.AskRules``): who may decide, how
+many approvals it needs and who gave them so far, when it expires, and whether it was
+escalated. The card is updated when these change (``Ask.view``).
+
 Button values carry only ids (``{"r": run_id, "a": ask_key}``): the reason may be large
 or secret, and a value coming back from Slack is input to validate, not to trust.
 """
@@ -46,8 +50,9 @@ from bot.render.mrkdwn import (
 from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
-from bot.render.titles import card_title, hitl_why
+from bot.render.titles import card_title, hitl_why, mention_ids, who_may_decide
 from bot.render.values import value_blocks
+from engine.policy import APPROVING
 from engine.records import Ask, Closed, Run, RunStatus, Verdict
 from engine.sources import HITL_INTERRUPT_NAME
 
@@ -75,6 +80,7 @@ _OUTCOMES = {
 }
 # Per-part budgets keep a whole card below mrkdwn.MESSAGE_TEXT_BUDGET (the reason's is values.REASON_BUDGET).
 _CONTEXT_LIMIT = 500
+_TERMS_LIMIT = 1500  # who may decide (at most titles.MAX_NAMED mentions), approvals, expiry
 _DECISION_TEXT_LIMIT = 1200
 
 
@@ -141,6 +147,7 @@ def ask_card(
         raise ValueError("an ask card needs at least one verdict")
     blocks = [
         *_body(run=run, ask=ask, kind_label=kind_label),
+        terms_block(ask),
         ActionsBlock(block_id=card_block_id(ask.key), elements=buttons),
     ]
     title = short(card_title(ask), HEADER_TEXT_LIMIT)
@@ -154,11 +161,8 @@ def decided_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Render
     """The card after a decision: who decided what and when, and no buttons."""
     decision = ask.decision
     blocks = _body(run=run, ask=ask, kind_label=kind_label)
-    if decision is None:
-        outcome = "Decided"
-    else:
-        outcome = f"{_OUTCOMES[decision.verdict]} by {mention(decision.user)} · {slack_date(decision.at)}"
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=outcome)]))
+    outcome = decided_outcome(ask)
+    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=fit(outcome, _TERMS_LIMIT, total=len(outcome)))]))
     if decision is not None and decision.text:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=quote(decision.text, _DECISION_TEXT_LIMIT))))
     if decision is not None and decision.edited_input is not None and ask.tool is not None:
@@ -173,6 +177,9 @@ def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rende
     """The card of an ask the run no longer waits for; buttons removed so nobody tries."""
     if ask.closed is Closed.CHANGED:
         note = "The question changed before this card was answered; a new card below asks it again"
+    elif ask.closed is Closed.CANCELLED or run.status is RunStatus.CANCELLED:
+        by = f" by {mention(run.cancelled_by)}" if run.cancelled_by else ""
+        note = f"The run was cancelled{by}; this card can no longer be answered"
     elif ask.closed is Closed.FAILED or run.status is RunStatus.FAILED:
         note = "The run failed; this card can no longer be answered"
     elif run.status.terminal:
@@ -184,6 +191,53 @@ def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rende
         ContextBlock(elements=[MarkdownTextObject(text=note)]),
     ]
     return build(text=f"{short(card_title(ask), HEADER_TEXT_LIMIT)}: {note}", blocks=blocks)
+
+
+def terms_block(ask: Ask) -> ContextBlock:
+    """A live card's terms: who may decide, the approvals so far, expiry, escalation."""
+    rules = ask.rules
+    parts = [f"*Who may decide:* {who_may_decide(ask)}"]
+    if rules.quorum > 1:
+        parts.append(approvals_so_far(ask))
+    if rules.expires_at is not None:
+        parts.append(f"expires {slack_date(rules.expires_at)}")
+    if ask.escalated and rules.escalate_to:
+        parts.append(f"escalated to {mention_ids(rules.escalate_to, joiner='and')}")
+    line = " · ".join(parts)
+    return ContextBlock(elements=[MarkdownTextObject(text=fit(line, _TERMS_LIMIT, total=len(line)))])
+
+
+def approvals_so_far(ask: Ask) -> str:
+    """``Approvals: 1 of 2 — <@U1>``: the approvals a quorum ask gathered, in order."""
+    voters = ask.voters()
+    return f"Approvals: {len(voters)} of {ask.rules.quorum}" + (f" — {_people(voters)}" if voters else "")
+
+
+def decided_outcome(ask: Ask) -> str:
+    """Who decided what and when. An expiry names nobody (the bot rejected the ask; the
+    decision's text says why); an approval under a quorum names every approver."""
+    decision = ask.decision
+    if decision is None:
+        return "Decided"
+    when = slack_date(decision.at)
+    if decision.expired:
+        return f"⌛ Expired: nobody decided in time · {when}"
+    if decision.verdict.value in APPROVING and (ask.votes or ask.rules.quorum > 1):
+        approvers = list(dict.fromkeys([*ask.voters(), decision.user]))
+        count = f" · {len(approvers)} of {ask.rules.quorum} approvals" if ask.rules.quorum > 1 else ""
+        return f"{_OUTCOMES[decision.verdict]} by {_people(approvers, joiner='and')} · {when}{count}"
+    outcome = f"{_OUTCOMES[decision.verdict]} by {mention(decision.user)} · {when}"
+    if ask.votes:  # a rejection or a reply after some approvals: say whose were overruled
+        outcome += f" · after {len(ask.votes)} of {ask.rules.quorum} approvals ({_people(ask.voters(), joiner='and')})"
+    return outcome
+
+
+def _people(users: Sequence[str], *, joiner: str = "") -> str:
+    """People who acted (Slack user ids from clicks), as mentions: at most ten, the rest counted."""
+    named = [mention(u) for u in users[:10]] + ([f"{len(users) - 10} more"] if len(users) > 10 else [])
+    if not joiner or len(named) < 2:
+        return ", ".join(named)
+    return f"{', '.join(named[:-1])} {joiner} {named[-1]}"
 
 
 def card_block_id(ask_key: str) -> str:

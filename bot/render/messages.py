@@ -1,4 +1,5 @@
-"""Run messages (started, completed, rejected, failed, cancelled) and slash-command replies.
+"""Run messages (started, completed, rejected, failed, cancelled), the reminders and
+escalations posted in a run's thread, and slash-command replies.
 
 Each ending reads as what it is: a run whose decisive answer was a no is headed as a
 rejection (who, why), not as a success; a failure is one line saying where and what.
@@ -31,8 +32,10 @@ from bot.render.mrkdwn import (
     mention_safe_cut,
     quote,
     short,
+    slack_date,
 )
-from bot.render.titles import card_title
+from bot.render.titles import ANYONE, card_title, mention_ids, who_may_decide
+from engine.deadlines import ESCALATE, human_duration
 from engine.outcome import decisive_asks, failure_parts, rejections
 from engine.records import Ask, Run
 
@@ -135,9 +138,43 @@ def run_rejected(*, run: Run) -> Rendered:
 
 
 def run_cancelled(*, run: Run) -> Rendered:
-    """A short notice; cancellation has no payload to show."""
-    head = f":no_entry_sign: *{short(run.graph)}* was cancelled"
+    """A short notice naming who cancelled; cancellation has no payload to show."""
+    by = f" by {mention(run.cancelled_by)}" if run.cancelled_by else ""
+    head = f":no_entry_sign: *{short(run.graph)}* was cancelled{by}"
     return build(text=head, blocks=[SectionBlock(text=MarkdownTextObject(text=head)), _run_context(run)])
+
+
+_NOTICE_LIMIT = 2000
+
+
+def ask_notice(*, run: Run, ask: Ask, index: int) -> Rendered:
+    """``ask.notices[index]`` as a thread reply that mentions who may decide.
+
+    A reminder (``remind``) names the ask's deciders; an escalation (``escalate``) names
+    the escalation group, who may decide from now on. Both say when the ask expires and
+    point at its card, which is in the same thread.
+    """
+    kind = ask.notices[index]
+    title = short(card_title(ask), 150)
+    rules = ask.rules
+    progress = f" ({len(ask.votes)} of {rules.quorum} approvals so far)" if rules.quorum > 1 else ""
+    expiry = f"; it expires {slack_date(rules.expires_at)}" if rules.expires_at is not None else ""
+    card = " The card is above in this thread." if ask.card is not None else ""
+    if kind == ESCALATE:
+        group = mention_ids(rules.escalate_to, joiner="and") if rules.escalate_to else "more people"
+        waited = f" after {human_duration(rules.escalate_at - ask.created_at)}" if rules.escalate_at else ""
+        line = (
+            f":rotating_light: Escalated: {group} may now decide *{title}*{progress}, "
+            f"still undecided{waited}{expiry}.{card}"
+        )
+    else:
+        who = who_may_decide(ask, leaving_out=tuple(ask.votes))
+        if who == ANYONE:
+            line = f":bell: Reminder: *{title}* is waiting for a decision from {ANYONE}{progress}{expiry}.{card}"
+        else:
+            line = f":bell: Reminder: {who} — *{title}* is waiting for a decision{progress}{expiry}.{card}"
+    line = fit(line, _NOTICE_LIMIT, total=len(line))
+    return build(text=line, blocks=[SectionBlock(text=MarkdownTextObject(text=line))])
 
 
 def split_output(text: str, *, max_sections: int, max_chars: int) -> tuple[list[str], int]:
@@ -181,8 +218,12 @@ def help_text(*, command: str = DEFAULT_COMMAND) -> str:
         [
             "*Run a multi-agent graph, with people approving its steps in Slack.*",
             *_usage_lines(command),
-            "While a run waits, each question is posted as a card with *Approve*, *Reject* and "
-            "*Reply* buttons; the run goes on as soon as someone answers.",
+            f"`{escape(command)} cancel {escape('<run id>')}`: stop a run (its requester and approvers may)",
+            f"`{escape(command)} audit {escape('<run id>')}`: show who did what in a run, and when "
+            "(to its requester and approvers only)",
+            "A run's id is shown in backticks under its announcement. While a run waits, each question "
+            "is posted as a card with *Approve*, *Reject* and *Reply* buttons; the run goes on as soon "
+            "as someone answers.",
         ]
     )
 

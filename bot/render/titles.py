@@ -8,13 +8,20 @@ name the graph chose, made readable. The same title names the ask wherever it ap
 (the card, its fallback text, the run's final message).
 
 Titles are plain text (headers are ``plain_text``): callers escape them for mrkdwn.
+
+Asks are also addressed to people: the policy's approvers and escalation group, as
+mentions (``mention_id``, ``mention_ids``, ``who_may_decide``), shared by the card, the
+reminders and the answers a refused click gets.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
+from bot.render.mrkdwn import escape_keeping_mentions, short
+from engine.policy import GROUP_ID, USER_ID, deciders
 from engine.records import Ask
 from engine.sources import HITL_INTERRUPT_NAME, REVIEW_INTERRUPT_PREFIX, gated_tool_use_id
 
@@ -23,6 +30,8 @@ _KNOWN_NAMES = {HITL_INTERRUPT_NAME: "Tool approval"}
 # then the input on the next line.
 _HITL_PROMPT = re.compile(r'^Approve "(?P<tool>[^"\n]{1,100})"(?: \u2014 (?P<why>[^\n]+?))?\?(?:\n|$)')
 _TOOL_NAME_LIMIT = 100
+MAX_NAMED = 10  # ids named in one list of who may decide; the rest are counted
+ANYONE = "anyone in the channel"
 
 
 def readable_name(name: str) -> str:
@@ -84,3 +93,41 @@ def hitl_why(reason: Any) -> str | None:
     """Why HumanInTheLoop's classifier wants a human, from its prompt; None without a classifier."""
     match = _HITL_PROMPT.match(reason) if isinstance(reason, str) else None
     return match.group("why") if match else None
+
+
+def mention_id(value: str) -> str:
+    """A policy id as a mention: ``<@U…>`` for a user, ``<!subteam^S…>`` for a user group.
+
+    The ids come from the graph definition and were checked when it was loaded; they are
+    checked again here against the same patterns (``engine.policy``), and the mention
+    passes through ``escape_keeping_mentions`` too, so anything else shows as inert text.
+    """
+    if USER_ID.match(value):
+        return escape_keeping_mentions(f"<@{value}>")
+    if GROUP_ID.match(value):
+        return escape_keeping_mentions(f"<!subteam^{value}>")
+    return short(value, 40)
+
+
+def mention_ids(ids: Sequence[str], *, joiner: str = "or", first: str = "") -> str:
+    """``<@U1>, <@U2> or <!subteam^S3>``: at most ``MAX_NAMED`` named, the rest counted.
+
+    ``first`` (already mrkdwn, e.g. "whoever started it") leads the list when given."""
+    named = list(dict.fromkeys(([first] if first else []) + [mention_id(i) for i in ids]))
+    if len(named) > MAX_NAMED:
+        rest = len(named) - MAX_NAMED + 1
+        named = [*named[: MAX_NAMED - 1], f"{rest} more"]
+    if len(named) <= 1:
+        return "".join(named)
+    return f"{', '.join(named[:-1])} {joiner} {named[-1]}"
+
+
+def who_may_decide(ask: Ask, *, leaving_out: Sequence[str] = ()) -> str:
+    """Who may decide ``ask`` now (its approvers, plus the escalation group once
+    escalated), as mentions, or "anyone in the channel". ``leaving_out``: users not to
+    name (those who already approved); a list left empty by it reads "someone else"."""
+    allowed = deciders(ask)
+    if allowed is None:
+        return ANYONE
+    shown = [i for i in allowed if i not in leaving_out]
+    return mention_ids(shown) if shown else "someone else"

@@ -87,3 +87,37 @@ def test_a_bad_log_level_names_the_choices() -> None:
         "LOG_LEVEL='LOUD' is not a logging level (DEBUG, INFO, WARNING, ERROR, CRITICAL); "
         "set LOG_LEVEL to one, e.g. LOG_LEVEL=INFO, or unset it for the default (WARNING)"
     )
+
+
+def test_ask_expiry_and_run_retention_have_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = load_settings()
+    assert (settings.ask_expires_after, settings.run_retention_days) == (3 * 86400.0, 30.0)
+    monkeypatch.setenv("ASK_EXPIRES_AFTER", "3600")
+    monkeypatch.setenv("RUN_RETENTION_DAYS", "0.5")
+    settings = load_settings()
+    assert (settings.ask_expires_after, settings.run_retention_days) == (3600.0, 0.5)
+    monkeypatch.setenv("ASK_EXPIRES_AFTER", "")
+    monkeypatch.setenv("RUN_RETENTION_DAYS", "")
+    assert (load_settings().ask_expires_after, load_settings().run_retention_days) == (259200.0, 30.0)
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "inf", "nan", "soon"])
+def test_a_bad_ask_expiry_is_one_line(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("ASK_EXPIRES_AFTER", value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert str(info.value) == (
+        f"ASK_EXPIRES_AFTER={value!r} is not a number of seconds, more than 0; set ASK_EXPIRES_AFTER to one, "
+        "e.g. ASK_EXPIRES_AFTER=86400, or unset it for the default (259200)"
+    )
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "30d"])
+def test_a_bad_run_retention_is_one_line(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("RUN_RETENTION_DAYS", value)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert str(info.value) == (
+        f"RUN_RETENTION_DAYS={value!r} is not a number of days, more than 0; set RUN_RETENTION_DAYS to one, "
+        "e.g. RUN_RETENTION_DAYS=30, or unset it for the default (30)"
+    )

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from demo.commands import USERS
 from demo.mrkdwn import cols
 
 SCRIPT = Path(sys.executable).parent / "approval-bot"
@@ -143,7 +144,7 @@ class PtyDemo:
 
     def too_wide(self) -> list[str]:
         """Screen lines wider than the terminal, in columns (a wide character takes two)."""
-        typed = {f"@{user} in #demo> {line}" for user in ("alice", "bob", "carol") for line in self.typed}
+        typed = {f"@{user} in #demo> {line}" for user in USERS.values() for line in self.typed}
         return [line for line in self.screen_lines() if cols(line) > COLUMNS and line not in typed]
 
     def kill(self) -> None:

@@ -55,18 +55,25 @@ def test_every_mistake_is_answered_and_ctrl_c_ends_with_a_summary(folders: tuple
         assert "not a demo command" in demo.step("hello")
         assert "there is no card 9" in demo.step("approve 9")
         for command in ("/graph", "/graph help"):
-            assert "show the graphs you can run" in demo.step(command, "only @alice sees this")
-        demo.step("/graph run", "only @alice sees this")  # refused: which graph?
-        demo.step("/graph run deploy", "only @alice sees this")  # refused: no task
+            assert "show the graphs you can run" in demo.step(command, "only @you sees this")
+        demo.step("/graph run", "only @you sees this")  # refused: which graph?
+        demo.step("/graph run deploy", "only @you sees this")  # refused: no task
+        assert "there is no user 'carol' here" in demo.step("as carol")
+        assert "@you (now), @alice, @bob" in " ".join(demo.step("as").split())
 
         demo.step("/graph run tool-gate pay INV-7", re.compile(r"card 1 ─.*\[Edit\]", re.DOTALL))
+        assert demo.step("as alice").splitlines()[-1] == "@alice in #demo> "  # the prompt says who you are
         shown = demo.step("reply 1")
         assert "reply 1 <text>" in shown and "updated" not in shown  # told what to type; nothing clicked
         assert "the bot refused it" in demo.step("edit 1 {bad")
         assert "Paid 80 EUR to acme" in demo.step(f"edit 1 {EDIT}", "tool-gate finished")
         assert "card 1 has no Approve button" in demo.step("approve 1")
 
+        demo.step("as you")
         demo.step("/graph run deploy billing 1.2.3", "card 2 ─")
+        refused = " ".join(demo.step("approve 2", "only @you sees this").split())
+        assert "You started this run" in refused and "card 2 updated" not in refused  # nothing recorded
+        demo.step("as alice")
         shown = demo.step("approve 2", "deploy finished")
         assert "Approved by @alice" in shown and "*" not in shown and ":white_check_mark:" not in shown
         assert "card 2 has no Approve button" in demo.step("approve 2")
@@ -100,6 +107,7 @@ def test_the_readme_graph_runs_from_its_folder_and_ctrl_d_ends(folders: tuple[Pa
         demo.wait_for("Answer card N")
         demo.settle()
         demo.step("/graph run refunds A-1001", "card 1 ─")
+        demo.step("as alice")  # whoever started a run may not approve it
         assert "Refunded 25.0 on order A-1001, approved by @alice" in demo.step("approve 1", "refunds finished")
         status = demo.finish("\x04")
     finally:

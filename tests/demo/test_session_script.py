@@ -51,7 +51,9 @@ def test_the_walk_through_ignores_a_deployed_environment_and_fits_40_columns(tmp
         timeout=120,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert " ".join(done.stdout.split()).endswith("Demo finished: 3 runs finished, 4 cards answered.")
+    said = " ".join(done.stdout.split())  # wrapped to 40 columns: compare words
+    assert said.endswith("Demo finished: 4 runs finished, 5 cards answered.")
+    _the_payout_policy_held(said)
     assert done.stderr == ""
     # What the demo prints fits the width; the echoed script lines are what a person typed.
     echoed = re.compile(r"^@[a-z]+ in #demo> ")
@@ -84,3 +86,24 @@ def test_the_demo_owns_its_environment() -> None:
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
         "AWS_CONFIG_FILE": os.devnull,
     }
+
+
+def _the_payout_policy_held(said: str) -> None:
+    """The walk-through's last run: two named approvers, one approval each, never the requester."""
+    payout = said[said.index("@you in #demo> /graph run payout") :]
+    steps = payout.split(" in #demo> ")[1:]  # each typed line with what it brought, in order
+    assert [step.split(" ")[:2] for step in steps[1:7]] == [
+        ["approve", "5"],
+        ["as", "alice"],
+        ["approve", "5"],
+        ["approve", "5"],
+        ["as", "bob"],
+        ["approve", "5"],
+    ]
+    refused_self, _, counted, refused_again, _, finished = steps[1:7]
+    assert "Who may decide: @alice or @bob" in steps[0] and "0 of 2" in steps[0]
+    assert "only @you sees this" in refused_self and "You started this run" in refused_self
+    assert "card 5 updated" not in refused_self  # nothing was recorded
+    assert "only @alice sees this" in counted and "1 of 2" in counted
+    assert "only @alice sees this" in refused_again and "card 5 updated" not in refused_again
+    assert "Approved by @alice and @bob" in finished and "Paid 900 EUR to acme" in finished

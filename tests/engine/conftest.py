@@ -12,8 +12,9 @@ from strands.multiagent.graph import Graph
 
 import tests.support.graphs as test_graphs
 from engine import RunEngine
+from engine.policy import Policy
 from engine.records import Ask, MessageRef, Run
-from graph_defs.registry import build_graph, list_graphs, load_graph_modules
+from graph_defs.registry import build_graph, get_graph, list_graphs, load_graph_modules
 from persistence.sqlite import SqliteRunStore
 
 
@@ -23,6 +24,24 @@ class RegistrySource:
 
     def exists(self, name: str) -> bool:
         return any(d.name == name for d in list_graphs())
+
+    def policy(self, name: str) -> Policy:
+        policy: Policy = getattr(get_graph(name), "policy", Policy())
+        return policy
+
+
+@dataclass
+class FakeDirectory:
+    """User groups for the engine's policy checks; counts lookups."""
+
+    groups: dict[str, set[str]] = field(default_factory=dict)
+    lookups: list[str] = field(default_factory=list)
+
+    async def members(self, group: str) -> frozenset[str]:
+        self.lookups.append(group)
+        if group not in self.groups:
+            raise LookupError(group)
+        return frozenset(self.groups[group])
 
 
 @dataclass
@@ -51,6 +70,10 @@ class RecordingPublisher:
     async def post_final(self, *, run: Run) -> MessageRef:
         self.events.append(("finished", run.run_id, run.status.value))
         return self._place(run, "final", "C1")
+
+    async def post_notice(self, *, run: Run, ask: Ask, index: int) -> MessageRef:
+        self.events.append(("notice", run.run_id, f"{ask.key}:{ask.notices[index]}"))
+        return self._place(run, f"{ask.key}:notice:{index}", "C1")
 
     async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
         self.events.append(("lookup", run.run_id, what))

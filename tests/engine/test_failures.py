@@ -25,8 +25,14 @@ def approve(user: str = "U1") -> Decision:
     return Decision(verdict=Verdict.APPROVE, user=user, at=time.time())
 
 
+YEAR = 365 * 86400.0
+
+
 def engine(store: SqliteRunStore, publisher: RecordingPublisher, *, lease: float = 900, ahead: float = 0) -> RunEngine:
-    made = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher, lease_seconds=lease)
+    # Asks that never expire in these tests: they move the clock on by days to test back-offs.
+    made = RunEngine(
+        store=store, graphs=RegistrySource(), publisher=publisher, lease_seconds=lease, default_expires_after=YEAR
+    )
     if ahead:
         made._clock = lambda: time.time() + ahead
     return made
@@ -141,7 +147,9 @@ async def test_a_delivery_that_keeps_failing_backs_off_and_recovers(tmp_path: Pa
 
     publisher.post_card = original
     (delivered,) = await engine(store, publisher, ahead=ahead).sweep()
-    assert not delivered.owes_slack and delivered.stalled == 0 and delivered.sweep_at is None
+    assert not delivered.owes_slack and delivered.stalled == 0
+    (ask,) = delivered.pending_asks()
+    assert delivered.sweep_at == ask.next_deadline(), "next due when the ask needs a reminder, not before"
     assert run.run_id == delivered.run_id
 
 

@@ -181,14 +181,15 @@ async def test_a_run_waiting_for_weeks_gets_its_state_rewritten_before_it_expire
     name = request.getfixturevalue("s3_bucket") if bucket else None
     store = DynamoRunStore(table, bucket=name)
     publisher = RecordingPublisher()
-    paused = await RunEngine(store=store, graphs=RegistrySource(), publisher=publisher).start(
-        graph="big-context", task="go", user="U0", channel="C1"
-    )
+    wait = 365 * 86400.0  # an ask that may wait for months: only the state's TTL is due
+    paused = await RunEngine(
+        store=store, graphs=RegistrySource(), publisher=publisher, default_expires_after=wait
+    ).start(graph="big-context", task="go", user="U0", channel="C1")
     ref = paused.state_ref
     assert ref is not None and ref["kind"] == ("s3" if bucket else "chunks") and paused.sweep_at is not None
     state = store.fetch_state(paused)
 
-    later = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher)
+    later = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher, default_expires_after=wait)
     later._clock = lambda: paused.sweep_at + 1  # type: ignore[method-assign, operator]
     (swept,) = await later.sweep()
 
