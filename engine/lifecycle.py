@@ -320,7 +320,12 @@ class RunEngine:
             run = await self._deadlines(run)
         if run is not None and self._claimable_as(run) is not None:
             return await self.resume(run_id, known=run)
-        if run is not None and not (run.status.leased and (run.lease_until or 0.0) >= self._clock()):
+        # Deliver only a debt that is due: one owed for less than its grace is being paid
+        # by the process that made it (another sweeper that just claimed a reminder, say),
+        # and paying it too would post it twice while that process waits out a 429.
+        now = self._clock()
+        due = run is not None and run.sweep_at is not None and run.sweep_at <= now
+        if run is not None and due and not (run.status.leased and (run.lease_until or 0.0) >= now):
             with self._work():
                 return await self._courier.deliver(run, sweeping=True)
         return run

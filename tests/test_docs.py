@@ -37,3 +37,21 @@ def test_the_manifest_points_at_the_served_route() -> None:
     assert '"/slack/events"' in server
     assert manifest.count("/slack/events") == 2  # slash command and interactivity
     assert "command: /graph" in manifest and Settings.model_fields["slack_command"].default == "/graph"
+
+
+def test_the_readme_policy_example_declares_what_it_says() -> None:
+    """The policy example in the README is valid code whose terms the registry accepts."""
+    from graph_defs.registry import get_graph, unregister
+
+    section = README.split("### Who may decide: approval policies", 1)[1]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match is not None
+    code = match.group(1).replace('"payout"', '"readme-payout"')
+    namespace: dict[str, object] = {"Graph": object}
+    try:
+        exec(compile(code, "README.md", "exec"), namespace)  # our own README
+        policy = get_graph("readme-payout").policy
+    finally:
+        unregister("readme-payout")
+    assert policy.quorum == 2 and policy.approvers == ("U0ALICE", "U0BOB", "S0FINANCE")
+    assert policy.asks["send_payout"].quorum == 3 and policy.starters == ("S0FINANCE",)

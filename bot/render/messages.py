@@ -218,9 +218,6 @@ def help_text(*, command: str = DEFAULT_COMMAND) -> str:
         [
             "*Run a multi-agent graph, with people approving its steps in Slack.*",
             *_usage_lines(command),
-            f"`{escape(command)} cancel {escape('<run id>')}`: stop a run (its requester and approvers may)",
-            f"`{escape(command)} audit {escape('<run id>')}`: show who did what in a run, and when "
-            "(to its requester and approvers only)",
             "A run's id is shown in backticks under its announcement. While a run waits, each question "
             "is posted as a card with *Approve*, *Reject* and *Reply* buttons; the run goes on as soon "
             "as someone answers.",
@@ -260,6 +257,9 @@ def _usage_lines(command: str) -> list[str]:
     return [
         f"`{cmd} run {escape('<graph> <task text>')}`: start a run of a graph with the task text as input",
         f"`{cmd} list`: show the graphs you can run",
+        f"`{cmd} cancel {escape('<run id>')}`: stop a run (its requester and approvers may)",
+        f"`{cmd} audit {escape('<run id>')}`: show who did what in a run, and when "
+        "(to its requester and approvers only)",
         f"`{cmd} help`: show this help",
     ]
 

@@ -115,7 +115,7 @@ async def test_edit_on_a_decided_card_says_who_decided(
     bot = await start_bot(backend=sqlite_backend)
     user = user_for(bot)
     card = await _card(local_slack, user)
-    await user.click(message=card, label="Approve", user_id="U0ALICE", channel_id=CHANNEL)
+    await user.click(message=card, label="Approve", user_id="U0CAROL", channel_id=CHANNEL)
     await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the final output")
 
     await user.click(message=card, label="Edit", user_id="U0BOB", channel_id=CHANNEL, allow_stale=True)

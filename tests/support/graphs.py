@@ -60,6 +60,8 @@ def write_marker(text: str, tool_context: ToolContext) -> str:
         _mark_file("APPROVAL_BOT_TEST_STARTED")
         time.sleep(slow)
     written = f"{text} | reply: {answer['text']}" if answer.get("decision") == "reply" else text
+    if len(answer.get("approvers") or ()) > 1:
+        written += " | approvers: " + ",".join(answer["approvers"])
     _mark(written)
     return f"wrote {written}"
 
@@ -90,6 +92,41 @@ def guarded_write() -> Graph:
     builder = GraphBuilder()
     builder.add_node(_writer("writer"), "writer")
     return _bounded(builder)
+
+
+# Policies (user and group ids the e2e tests give their people and groups).
+POLICY_GRAPHS = {
+    "guarded-approvers": {"approvers": ["U0ALICE", "S0OPS"]},
+    "guarded-quorum": {"approvers": ["U0ALICE", "U0BOB", "U0CAROL"], "quorum": 2},
+    "guarded-self": {"allow_self_approval": True},
+    "guarded-starters": {"starters": ["U0ALICE", "S0OPS"]},
+    "guarded-expiring": {
+        "approvers": ["U0ALICE"],
+        "expires_after": 30,
+        "remind_after": [10],
+        "escalate_to": ["S0LEADS"],
+        "escalate_after": 20,
+    },
+    # For the e2e tests, which watch a real sweeper (seconds apart) do each of these once.
+    "guarded-fast-expiring": {
+        "approvers": ["U0ALICE"],
+        "expires_after": 5,
+        "remind_after": [1.5],
+        "escalate_to": ["S0LEADS"],
+        "escalate_after": 3,
+    },
+    "guarded-reminding": {"approvers": ["U0ALICE"], "expires_after": 600, "remind_after": [1]},
+}
+
+
+def _register_policy_graphs() -> None:
+    for name, policy in POLICY_GRAPHS.items():
+
+        def build() -> Graph:
+            return guarded_write()
+
+        build.__qualname__ = f"policy_graph_{name.replace('-', '_')}"
+        graph_def(name, description=f"guarded-write with {policy}", **policy)(build)  # type: ignore[arg-type]
 
 
 @graph_def("two-asks", description="two parallel nodes that each ask, then a summary")
@@ -201,3 +238,6 @@ def tool_gate_test() -> Graph:
     builder = GraphBuilder()
     builder.add_node(agent, "ops")
     return _bounded(builder)
+
+
+_register_policy_graphs()
