@@ -5,8 +5,9 @@ is asked on a person's click, so members are cached per group for ``ttl`` second
 clicks that arrive together for one group share one call. Membership changes rarely and
 a minute's delay is harmless; refusing every click while Slack has a bad moment is not,
 so a failed refresh keeps serving the members last seen for another ``ttl`` before it
-tries again (with one warning per outage). A group never fetched has nothing to fall
-back on: the error reaches the caller.
+tries again (with one warning per outage), for at most ``MAX_STALE`` seconds: someone
+removed from a group must not keep its rights through a long outage. Past that, and for
+a group never fetched, the error reaches the caller (who counts the person as not in it).
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 logger = logging.getLogger(__name__)
 
 DEFAULT_TTL = 60.0
+MAX_STALE = 900.0  # seconds members last read from Slack may stand in while it fails
 
 
 @dataclass(frozen=True)
 class _Seen:
-    at: float
+    at: float  # when Slack was last asked (successfully or not)
     members: frozenset[str]
+    fetched: float  # when Slack last answered
 
 
 class SlackDirectory:
@@ -74,7 +77,7 @@ class SlackDirectory:
             response = await self._client.usergroups_users_list(usergroup=group)
         except Exception as error:
             seen = self._seen.get(group)
-            if seen is None:
+            if seen is None or self._clock() - seen.fetched > MAX_STALE:
                 raise
             if group not in self._warned:
                 self._warned.add(group)
@@ -85,9 +88,10 @@ class SlackDirectory:
                     error,
                 )
             # Not asked again for another ttl: each try may wait out Slack's retries.
-            self._seen[group] = _Seen(at=self._clock(), members=seen.members)
+            self._seen[group] = _Seen(at=self._clock(), members=seen.members, fetched=seen.fetched)
             return seen.members
         members = frozenset(str(user) for user in response.get("users") or ())
-        self._seen[group] = _Seen(at=self._clock(), members=members)
+        now = self._clock()
+        self._seen[group] = _Seen(at=now, members=members, fetched=now)
         self._warned.discard(group)
         return members

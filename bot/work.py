@@ -232,6 +232,8 @@ def cancel_text(run_id: str, cancelled: Cancelled) -> str:
         case CancelOutcome.FINISHED:
             status = f" ({inline_code(cancelled.status, 40)})" if cancelled.status else ""
             return f"Nothing to cancel: {run} has already finished{status}."
+        case CancelOutcome.BUSY:
+            return f"{run} kept changing while I tried to cancel it; nothing was cancelled. Try again."
         case CancelOutcome.NOT_ALLOWED:
             ask = who_may(cancelled.allowed or (), first="whoever started it")
             return f"You may not cancel {run}; only its requester and approvers may. Ask {ask}."

@@ -71,7 +71,10 @@ class Courier:
         for ask in run.asks.values():
             if ask.card_owed and await self._update(run, ask):
                 delivery.shown[ask.key] = ask.view
-        if run.status is RunStatus.WAITING:
+        if run.status is RunStatus.WAITING and (sweeping or "notices" in unposted):
+            # Notices are posted by the sweeper that claimed them, or by a later sweeper once
+            # that one had its grace; a click's delivery leaves them alone, or it could post
+            # a reminder the claimer is still posting (notices are not retracted).
             for ask in run.pending_asks():
                 if ask.notices_owed and (count := await self._post_notices(run, ask, look="notices" not in unposted)):
                     delivery.notified[ask.key] = count

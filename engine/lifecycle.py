@@ -206,6 +206,9 @@ class RunEngine:
         return DecideResult(accepted=True, run=run, ask=run.asks[ask_key], claimed=claimed)
 
     async def _note_refusal(self, refused: DecisionRefused, decision: Decision) -> None:
+        """Add a refused click to the trail, once per person, ask and answer, and only while
+        refusals fill less than a fifth of it: clicking again and again must not push the
+        run's real history out of its record (every refusal is still logged)."""
         event = AuditEvent(
             at=self._clock(),
             kind="refused",
@@ -214,6 +217,10 @@ class RunEngine:
             text=f"{decision.verdict.value}: {refused.refusal.value}",
         )
         audit.log(refused.run.run_id, [event])
+        earlier = [e for e in refused.run.audit if e.kind == "refused"]
+        seen = any((e.by, e.ask, e.text) == (event.by, event.ask, event.text) for e in earlier)
+        if seen or len(earlier) >= audit.MAX_EVENTS // 5:
+            return
         try:
             await self._io(self._store.note, refused.run.run_id, event)
         except StoreError:
@@ -390,7 +397,7 @@ class RunEngine:
             with self._work():
                 await self._courier.deliver(saved, unposted={FINAL})
             return Cancelled(outcome=CancelOutcome.CANCELLED)
-        return Cancelled(outcome=CancelOutcome.STOPPING)
+        return Cancelled(outcome=CancelOutcome.BUSY)  # nothing was written: try again
 
     async def may_oversee(self, run: Run, user: str) -> tuple[bool, tuple[str, ...]]:
         """Whether ``user`` may cancel ``run`` and read its audit trail, and, when not,
@@ -477,6 +484,7 @@ class RunEngine:
         try:
             return self._graphs.policy(graph)
         except Exception:  # a definition gone since the run started: the default terms
+            logger.warning("graph %s: its policy could not be read; its asks get the default terms", graph)
             return Policy()
 
     def _rules(self, policy: Policy, raised: Raised, *, now: float) -> AskRules:

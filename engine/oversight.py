@@ -7,6 +7,7 @@ as one the person is not in, and the failure is logged.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ class CancelOutcome(StrEnum):
     FINISHED = "finished"  # it had ended already
     NOT_ALLOWED = "not_allowed"
     UNKNOWN = "unknown"  # no such run
+    BUSY = "busy"  # the run kept changing under the cancel; nothing was written
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,14 +39,18 @@ async def groups_of(directory: Directory | None, user: str, ids: Iterable[str]) 
     """The user groups among ``ids`` that ``user`` is in."""
     if directory is None:
         return frozenset()
-    found: set[str] = set()
-    for group in sorted({i for i in ids if GROUP_ID.match(i)}):
+    groups = sorted({i for i in ids if GROUP_ID.match(i)})
+
+    async def member(group: str) -> bool:
         try:
-            if user in await directory.members(group):
-                found.add(group)
+            return user in await directory.members(group)
         except Exception as error:  # fail closed: not shown to be a member
             logger.warning("could not read the members of user group %s: %s", group, type(error).__name__)
-    return frozenset(found)
+            return False
+
+    # At once, not one after another: a modal's ack waits for this within Slack's 3 s.
+    found = await asyncio.gather(*(member(g) for g in groups))
+    return frozenset(g for g, yes in zip(groups, found, strict=True) if yes)
 
 
 def overseer_ids(asks_deciders: Iterable[tuple[str, ...] | None], policy: Policy | None) -> tuple[str, ...] | None:

@@ -51,13 +51,15 @@ class Refusal(StrEnum):
     SELF_APPROVAL = "self_approval"  # started the run, and the policy forbids approving it
     ALREADY_APPROVED = "already_approved"  # a second approval by the same person under a quorum
     NEEDS_APPROVE = "needs_approve"  # a reply that would approve a quorum ask on its own
+    EXPIRED = "expired"  # past its expiry; the sweeper has not got to it yet
 
 
 # Verdicts that say yes to what the card shows: under a quorum each counts as one approval.
 APPROVING = frozenset({"approve", "edit", "trust"})
-# Verdicts that only approve alone: not offered when an ask needs several approvals
-# (an Edit changes what earlier approvers approved; a Trust would skip later quorums).
-SOLO_ONLY = frozenset({"edit", "trust"})
+# Verdicts that only one person gives: not offered when an ask needs several approvals
+# (an Edit changes what earlier approvers approved, a Trust would skip later quorums, a
+# Retry runs the reviewed tool again on one person's word).
+SOLO_ONLY = frozenset({"edit", "trust", "retry"})
 # What Strands' HumanInTheLoop default evaluation reads as yes (a Reply is passed to it as text).
 HITL_YES = frozenset({"y", "yes", "t", "trust"})
 
@@ -216,7 +218,7 @@ def deciders(ask: Ask) -> tuple[str, ...] | None:
     return approvers + tuple(i for i in ask.rules.escalate_to if i not in approvers) if ask.escalated else approvers
 
 
-def refusal(run: Run, ask: Ask, decision: Decision, *, member_of: frozenset[str]) -> Refusal | None:
+def refusal(run: Run, ask: Ask, decision: Decision, *, member_of: frozenset[str], now: float) -> Refusal | None:
     """Why ``decision`` may not be recorded on ``ask``, or None when it may.
 
     ``member_of`` is the user groups the decider is in (resolved by the caller). Expiry
@@ -227,6 +229,8 @@ def refusal(run: Run, ask: Ask, decision: Decision, *, member_of: frozenset[str]
     """
     if decision.expired:
         return None
+    if ask.rules.expires_at is not None and now >= ask.rules.expires_at:
+        return Refusal.EXPIRED  # the card said until when; a late click must not beat the sweeper
     verdict = decision.verdict.value
     user = decision.user
     rejecting = verdict == "reject"
@@ -278,6 +282,14 @@ def _check_terms(terms: AskPolicy) -> None:
         isinstance(terms.quorum, bool) or not isinstance(terms.quorum, int) or not 1 <= terms.quorum <= MAX_QUORUM
     ):
         raise PolicyError(f"quorum must be a whole number from 1 to {MAX_QUORUM}, got {terms.quorum!r}")
+    approvers = terms.approvers
+    if (
+        approvers is not None
+        and terms.quorum is not None
+        and not any(GROUP_ID.match(str(a)) for a in approvers)
+        and terms.quorum > len(set(approvers))
+    ):
+        raise PolicyError(f"quorum {terms.quorum} can never be reached by {len(set(approvers))} approver(s)")
     for name in ("expires_after", "escalate_after"):
         value = getattr(terms, name)
         if value is not None and not _positive_seconds(value):

@@ -92,9 +92,10 @@ class Saver:
                 write_id = secrets.token_hex(8)
                 target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
                 fallback = merge_concurrent_decisions(claimed=claimed, mine=fallback, fresh=fresh)
-                if fresh.cancelled_by and target.status is not RunStatus.CANCELLED:
-                    # Cancelled while this pass ran: it stops here, and nothing resumes it
-                    # (what the pass did is in the audit trail and the log; its output is kept).
+                if fresh.cancelled_by and not target.status.terminal:
+                    # Cancelled while this pass ran: it stops here, and nothing resumes it.
+                    # A pass that ended the run keeps its ending: relabelling a run whose
+                    # payment went out as "cancelled" would hide what happened.
                     logger.info("run %s: cancelled during a pass; ending it", claimed.run_id)
                     target = cancelled_record(target, now=self._clock())
                 expected = fresh.version

@@ -62,9 +62,13 @@ def _trust_enabled(*, graph: Graph, node_id: str) -> bool:
 def response_for(ask: Ask, decision: Decision) -> Any:
     """The value ``interrupt(...)`` returns in graph code for this decision."""
     if ask.name == HITL_INTERRUPT_NAME:
-        return _hitl_response(decision)
+        return _hitl_response(ask, decision)
     if decision.expired:  # nobody answered in time: a rejection by nobody
         return {"decision": Verdict.REJECT.value, "text": decision.text, "user": None, "expired": True}
+    if decision.verdict is Verdict.REPLY and ask.rules.quorum > 1:
+        # One person's reply must not stand in for several approvals, whatever the graph
+        # makes of a reply: under a quorum it sends the question back, as a rejection.
+        return {"decision": Verdict.REJECT.value, "text": decision.text, "user": decision.user, "reply": True}
     # An edit is an approval of the edited call: gates written for approve/reject keep working.
     verdict = Verdict.APPROVE if decision.verdict is Verdict.EDIT else decision.verdict
     response: dict[str, Any] = {"decision": verdict.value, "text": decision.text, "user": decision.user}
@@ -86,13 +90,15 @@ def denies(ask: Ask) -> bool:
     return ask.decision is not None and ask.decision.verdict is Verdict.REJECT
 
 
-def _hitl_response(decision: Decision) -> str:
+def _hitl_response(ask: Ask, decision: Decision) -> str:
     if decision.verdict is Verdict.APPROVE:
         return "yes"
     if decision.verdict is Verdict.TRUST:
         return "trust"
     if decision.expired:
         return "no"
+    if decision.verdict is Verdict.REPLY and ask.rules.quorum > 1:
+        return "no"  # under a quorum a reply sends the question back (see response_for)
     if decision.verdict is Verdict.REPLY:
         # A typed answer goes through HumanInTheLoop's own evaluation ("yes" approves).
         return decision.text or ""

@@ -52,7 +52,7 @@ def decided(
         raise AskNotPending(run, ask_key)
     if decision.verdict not in ask.verdicts:
         raise VerdictNotOffered(run, ask_key, decision.verdict)
-    why = refusal(run, ask, decision, member_of=member_of)
+    why = refusal(run, ask, decision, member_of=member_of, now=now)
     if why is not None:
         raise DecisionRefused(run, ask_key, why)
     if final_vote(ask, decision):

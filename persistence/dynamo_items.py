@@ -74,6 +74,8 @@ def policy_conditions(
     """
     if decision.expired:
         return []
+    names["#expires"] = "expires_at"
+    conditions = ["(attribute_not_exists(asks.#k.#rules.#expires) OR asks.#k.#rules.#expires > :now)"]
     # DynamoDB refuses names and values an expression does not use: add only what is used.
     names.update({"#rules": "rules", "#approvers": "approvers", "#esc": "escalated", "#escto": "escalate_to"})
     values.update({":user": {"S": decision.user}, ":true": {"BOOL": True}})
@@ -86,10 +88,10 @@ def policy_conditions(
         f"(attribute_not_exists(asks.#k.#rules.#approvers) OR {listed} OR (asks.#k.#esc = :true AND ({escalated})))"
     )
     if decision.verdict is Verdict.REJECT:
-        conditions = [f"(started_by = :user OR {allowed})"]
+        conditions.append(f"(started_by = :user OR {allowed})")
     else:
         names["#allow"] = "allow_self"
-        conditions = ["(started_by <> :user OR asks.#k.#rules.#allow = :true)", allowed]
+        conditions += ["(started_by <> :user OR asks.#k.#rules.#allow = :true)", allowed]
     if counts_as_approval(decision):
         names.update({"#u": decision.user, "#votes": "votes"})
         conditions.append("attribute_not_exists(asks.#k.#votes.#u)")

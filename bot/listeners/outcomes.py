@@ -83,6 +83,8 @@ def refusal_text(refusal: Refusal, ask: Ask) -> str:
         )
     if refusal is Refusal.NEEDS_APPROVE:
         return f"This needs {quorum} approvals; use Approve (a reply cannot approve on its own)."
+    if refusal is Refusal.EXPIRED:
+        return "This ask has expired (it counts as a rejection); nothing was recorded."
     return "You may not give that answer here; nothing was recorded."
 
 

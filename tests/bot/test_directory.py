@@ -106,6 +106,22 @@ async def test_a_failed_refresh_serves_the_members_last_seen(
     assert await directory.members("S0OPS") == {"U0DAVE"}  # back, and up to date
 
 
+async def test_members_last_seen_stand_in_for_a_while_only(local_slack: LocalSlack, client: AsyncWebClient) -> None:
+    """Someone removed from a group must not keep its rights through a long outage."""
+    from bot.directory import MAX_STALE
+
+    clock = Clock()
+    local_slack.set_usergroup("S0OPS", ["U0CAROL"])
+    directory = SlackDirectory(client, ttl=60, clock=clock)
+    assert await directory.members("S0OPS") == {"U0CAROL"}
+    local_slack.inject_failures(method=METHOD, status=500, times=None)
+    clock.now += MAX_STALE - 1
+    assert await directory.members("S0OPS") == {"U0CAROL"}
+    clock.now += 61
+    with pytest.raises(SlackApiError):
+        await directory.members("S0OPS")
+
+
 async def test_a_group_never_fetched_has_no_fallback(local_slack: LocalSlack, client: AsyncWebClient) -> None:
     directory = SlackDirectory(client)
     with pytest.raises(SlackApiError) as raised:

@@ -32,13 +32,14 @@ METHOD_SCOPES: dict[str, str | None] = {
     "conversations_replies": "channels:history",  # likewise
     "views_open": None,  # needs only the trigger_id of a click
     "auth_test": None,
+    "usergroups_users_list": "usergroups:read",  # members of a group a policy names
 }
 PRIVATE_CHANNEL_TWIN = {"channels:history": "groups:history"}
-EXPECTED_SCOPES = {"commands", "chat:write", "channels:history", "groups:history"}
+EXPECTED_SCOPES = {"commands", "chat:write", "channels:history", "groups:history", "usergroups:read"}
 
 _API_CALL = re.compile(
     r"\.((?:chat|views|conversations|auth|users|reactions|files|pins|bookmarks|apps|bots|"
-    r"emoji|dnd|search|stars|usergroups|admin|oauth|dialog|reminders)_[A-Za-z]+)\b"
+    r"emoji|dnd|search|stars|usergroups|admin|oauth|dialog|reminders)_[A-Za-z_]+)\b"
 )
 
 

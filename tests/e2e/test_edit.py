@@ -120,6 +120,6 @@ async def test_edit_on_a_decided_card_says_who_decided(
 
     await user.click(message=card, label="Edit", user_id="U0BOB", channel_id=CHANNEL, allow_stale=True)
     (notice,) = await local_slack.wait_for(lambda: local_slack.ephemerals("U0BOB"), timeout=10, what="a notice")
-    assert "Already approved by <@U0ALICE>" in notice["text"]
+    assert "Already approved by <@U0CAROL>" in notice["text"]
     assert local_slack.open_views("U0BOB") == [], "no modal for a decided ask"
     assert markers_file.read_text().splitlines() == ["set_replicas " + json.dumps(PROPOSED, sort_keys=True)]

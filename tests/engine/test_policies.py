@@ -166,25 +166,73 @@ async def test_cancel_closes_the_cards_and_a_later_click_does_nothing(store, pub
     assert test_graphs.markers() == []
 
 
-async def test_a_cancel_during_a_pass_stops_it_at_its_save(store, publisher, directory) -> None:
+@pytest.mark.parametrize("ends", [False, True], ids=["pass-pauses-again", "pass-ends-the-run"])
+async def test_a_cancel_during_a_pass_stops_it_at_its_save(store, publisher, directory, ends: bool) -> None:
+    """A pass that pauses at a new question is stopped at its save (cancelled, nothing
+    resumes it); a pass that ended the run keeps its ending, so a payment that went out
+    is not reported as cancelled."""
+    import asyncio
+
     engine = engine_at(store, publisher, directory)
-    run = await engine.start(graph="guarded-write", task="t", user="U0REQ", channel="C1")
+    graph = "guarded-write" if ends else "two-asks"
+    run = await engine.start(graph=graph, task="t", user="U0REQ", channel="C1")
     key = run.pending_asks()[0].key
     outcomes = []
 
     async def cancel_now() -> None:
         outcomes.append(await engine_at(store, publisher, directory).cancel(run_id=run.run_id, user="U0REQ"))
 
-    import asyncio
-
     loop = asyncio.get_running_loop()
     test_graphs.DURING_PASS.append(lambda: asyncio.run_coroutine_threadsafe(cancel_now(), loop).result(timeout=10))
     result = await engine.decide(run_id=run.run_id, ask_key=key, decision=vote("U0BOB"), claim=True)
     final = await engine.follow_up(result)
     assert outcomes and outcomes[0].outcome is CancelOutcome.STOPPING
-    assert final is not None and final.status is RunStatus.CANCELLED
     stored = store.load(run.run_id)
-    assert stored is not None and stored.status is RunStatus.CANCELLED and stored.snapshot is None
-    # The pass finished its step (what it did is on record), then the run ended as cancelled.
+    assert final is not None and stored is not None
     kinds = [e.kind for e in stored.audit]
-    assert "cancel_requested" in kinds and kinds[-2:] == ["completed", "cancelled"]
+    assert "cancel_requested" in kinds
+    if ends:
+        assert stored.status is RunStatus.COMPLETED and kinds[-1] == "completed"
+    else:
+        assert stored.status is RunStatus.CANCELLED and stored.snapshot is None and kinds[-1] == "cancelled"
+        assert all(a.status is not AskStatus.PENDING for a in stored.asks.values())
+        assert await engine.resume(run.run_id) == stored.evolve(snapshot=None), "nothing resumes it"
+
+
+async def test_under_a_quorum_a_reply_sends_the_question_back_and_no_retry_or_edit_is_offered(
+    store, publisher, directory
+) -> None:
+    engine = engine_at(store, publisher, directory)
+    run = await engine.start(graph="guarded-quorum", task="pay", user="U0REQ", channel="C1")
+    ask = run.pending_asks()[0]
+    assert ask.verdicts == (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
+    result = await engine.decide(
+        run_id=run.run_id, ask_key=ask.key, decision=vote("U0ALICE", Verdict.REPLY, "pay less"), claim=True
+    )
+    final = await engine.follow_up(result)
+    assert final is not None and final.output == "writer result: rejected by U0ALICE: pay less"
+    assert test_graphs.markers() == [], "one reply did not stand in for two approvals"
+
+
+async def test_a_click_after_the_expiry_is_refused_before_the_sweeper_gets_there(store, publisher, directory) -> None:
+    run = await engine_at(store, publisher, directory).start(
+        graph="guarded-expiring", task="t", user="U0REQ", channel="C1"
+    )
+    late = engine_at(store, publisher, directory, ahead=31)
+    result = await late.decide(run_id=run.run_id, ask_key=run.pending_asks()[0].key, decision=vote("U0ALICE"))
+    assert result.refusal is Refusal.EXPIRED and test_graphs.markers() == []
+
+
+async def test_repeated_refused_clicks_add_one_line_to_the_trail(store, publisher, directory) -> None:
+    engine = engine_at(store, publisher, directory)
+    run = await engine.start(graph="guarded-approvers", task="t", user="U0REQ", channel="C1")
+    key = run.pending_asks()[0].key
+    for _ in range(30):
+        await engine.decide(run_id=run.run_id, ask_key=key, decision=vote("U0MALLORY"))
+    for n in range(40):
+        await engine.decide(run_id=run.run_id, ask_key=key, decision=vote(f"U0X{n:03d}"))
+    stored = store.load(run.run_id)
+    assert stored is not None
+    refused = [e for e in stored.audit if e.kind == "refused"]
+    assert len([e for e in refused if e.by == "U0MALLORY"]) == 1
+    assert len(refused) == 20 and [e.kind for e in stored.audit][:2] == ["started", "asked"]

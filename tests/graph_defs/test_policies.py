@@ -35,7 +35,7 @@ def test_a_graph_without_a_policy_gets_the_default() -> None:
 
 def test_the_policy_is_kept_on_the_definition() -> None:
     graph_def(
-        "payout",
+        "policy-kept",
         description="pay",
         approvers=["U0ALICE", "S0FINANCE"],
         quorum=2,
@@ -47,7 +47,7 @@ def test_the_policy_is_kept_on_the_definition() -> None:
         escalate_after=1200,
         asks={"send_payment": AskPolicy(quorum=3, approvers=["S0CFO"])},
     )(_factory)
-    policy = get_graph("payout").policy
+    policy = get_graph("policy-kept").policy
     assert policy == Policy(
         approvers=("U0ALICE", "S0FINANCE"),
         quorum=2,
@@ -71,6 +71,8 @@ BAD: list[tuple[str, dict[str, Any]]] = [
     ("quorum", {"quorum": 11}),
     ("quorum", {"quorum": True}),
     ("quorum", {"quorum": 1.5}),
+    ("quorum", {"approvers": ["U0ALICE", "U0BOB"], "quorum": 3}),  # never reachable
+    ("escalate_after", {"escalate_after": 60}),  # without escalate_to
     ("expires_after", {"expires_after": 0}),
     ("expires_after", {"expires_after": -60}),
     ("expires_after", {"expires_after": math.inf}),

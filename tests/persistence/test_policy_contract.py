@@ -186,3 +186,9 @@ def test_a_note_appends_to_the_trail_until_it_is_full(backend: Backend) -> None:
     store.note("r-note", replace(event, id=""))
     stored = store.load("r-note")
     assert stored is not None and len(stored.audit) == MAX_EVENTS and event not in stored.audit
+
+
+def test_a_click_after_the_expiry_is_refused_even_before_any_sweep(backend: Backend) -> None:
+    backend.store().create(_run("r-late", AskRules(quorum=2, expires_at=time.time() - 1)))
+    assert _refused(backend, "r-late", _vote("U0A")) is Refusal.EXPIRED
+    assert _refused(backend, "r-late", _vote("U0A", Verdict.REJECT, text="no")) is Refusal.EXPIRED
