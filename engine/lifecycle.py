@@ -27,28 +27,24 @@ from typing import Any, ParamSpec, TypeVar
 
 from engine import audit
 from engine.audit import AuditEvent
+from engine.ballot import Ballot
 from engine.crash import crash_point
 from engine.deadlines import expired_asks, expiry_decision, with_notices
 from engine.delivery import Courier
 from engine.execution import Raised, Step, StepStatus, run_pass
 from engine.ids import default_owner, new_run_id
 from engine.lease import heartbeat, new_token
-from engine.oversight import Cancelled, CancelOutcome, groups_of, overseer_ids
-from engine.policy import DEFAULT_EXPIRES_AFTER, GROUP_ID, AskRules, Directory, Policy, Refusal, deciders, may_start
+from engine.oversight import Cancelled, Oversight, groups_of
+from engine.policy import DEFAULT_EXPIRES_AFTER, AskRules, Directory, Policy, may_start
 from engine.ports import FINAL, DecideResult, GraphSource, Publisher, PublishError, StartRefused, UnknownGraph
 from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, cancelled_record, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
 from engine.store import (
-    AskNotFound,
-    AskNotPending,
-    DecisionRefused,
     Lease,
-    RunNotFound,
     RunStore,
     StoreError,
-    VerdictNotOffered,
     VersionConflict,
 )
 from engine.threads import in_thread
@@ -83,6 +79,10 @@ class RunEngine:
         # Through self, so that a clock swapped later (tests moving time on) reaches them too.
         self._courier = Courier(publisher=publisher, store=store, clock=lambda: self._clock())
         self._saver = Saver(store=store, clock=lambda: self._clock())
+        self._ballot = Ballot(store=store, directory=directory, clock=lambda: self._clock())
+        self._oversight = Oversight(
+            store=store, courier=self._courier, directory=directory, clock=lambda: self._clock(), policy=self._policy
+        )
         self.owner = owner or default_owner()
         self._lease = lease_seconds
         self._clock = clock
@@ -155,76 +155,8 @@ class RunEngine:
         claim is a lease that only this process's ``follow_up`` uses before it expires.
         """
         lease = Lease(owner=new_token(self.owner), until=self._clock() + self._lease) if claim else None
-        event = AuditEvent(
-            at=decision.at,
-            kind="expired" if decision.expired else "decided",
-            by=decision.user or None,
-            ask=ask_key,
-            text=_said(decision),
-        )
-        # Group membership is looked up only when the ask's terms need it: a first write
-        # names the clicker alone; a refusal for want of a group the ask names looks the
-        # clicker up in those groups (cached) and writes once more. A plain click costs no
-        # Slack call, and one by a listed user no second write.
-        checked: frozenset[str] = frozenset()
-        member_of: frozenset[str] = frozenset()
         with self._work():
-            for _ in range(2):
-                try:
-                    run = await self._io(
-                        self._store.decide,
-                        run_id,
-                        ask_key,
-                        decision,
-                        now=self._clock(),
-                        claim=lease,
-                        card=card,
-                        member_of=member_of,
-                        event=event,
-                    )
-                    break
-                except DecisionRefused as refused:
-                    ask = refused.run.asks[ask_key]
-                    unchecked = {g for g in deciders(ask) or () if GROUP_ID.match(g)} - checked
-                    if refused.refusal is Refusal.NOT_APPROVER and unchecked:
-                        checked |= unchecked
-                        found = await groups_of(self._directory, decision.user, unchecked)
-                        if found:
-                            member_of |= found
-                            continue
-                    await self._note_refusal(refused, decision)
-                    return DecideResult(accepted=False, run=refused.run, ask=ask, refusal=refused.refusal)
-                except (AskNotPending, VerdictNotOffered) as lost:
-                    return DecideResult(accepted=False, run=lost.run, ask=lost.run.asks[lost.ask_key])
-                except (RunNotFound, AskNotFound):
-                    return DecideResult(accepted=False, run=None, ask=None)
-                except StoreError:
-                    logger.warning("run %s: a decision could not be recorded", run_id, exc_info=True)
-                    return DecideResult(accepted=False, run=None, ask=None, unrecorded=True)
-        audit.log(run_id, [e for e in run.audit if e.id == event.id])
-        claimed = lease is not None and run.lease_owner == lease.owner
-        return DecideResult(accepted=True, run=run, ask=run.asks[ask_key], claimed=claimed)
-
-    async def _note_refusal(self, refused: DecisionRefused, decision: Decision) -> None:
-        """Add a refused click to the trail, once per person, ask and answer, and only while
-        refusals fill less than a fifth of it: clicking again and again must not push the
-        run's real history out of its record (every refusal is still logged)."""
-        event = AuditEvent(
-            at=self._clock(),
-            kind="refused",
-            by=decision.user,
-            ask=refused.ask_key,
-            text=f"{decision.verdict.value}: {refused.refusal.value}",
-        )
-        audit.log(refused.run.run_id, [event])
-        earlier = [e for e in refused.run.audit if e.kind == "refused"]
-        seen = any((e.by, e.ask, e.text) == (event.by, event.ask, event.text) for e in earlier)
-        if seen or len(earlier) >= audit.MAX_EVENTS // 5:
-            return
-        try:
-            await self._io(self._store.note, refused.run.run_id, event)
-        except StoreError:
-            logger.warning("run %s: could not add a refused click to its audit trail", refused.run.run_id)
+            return await self._ballot.record(run_id=run_id, ask_key=ask_key, decision=decision, claim=lease, card=card)
 
     async def follow_up(self, result: DecideResult) -> Run | None:
         """After an accepted decision: resume the run if the decision claimed it, else
@@ -363,50 +295,14 @@ class RunEngine:
             return await self._courier.deliver(saved, unposted={"notices"})
 
     async def cancel(self, *, run_id: str, user: str) -> Cancelled:
-        """End the run for ``user`` if they started it or may decide its asks.
-
-        A run nobody holds ends at once (its cards say cancelled; nothing resumes it). A
-        run a process holds is marked: that process's save fails its version check, finds
-        the mark and ends the run instead of saving its pass (``engine.saving``).
-        """
-        for _ in range(MAX_ROUNDS):
-            run = await self._io(self._store.load, run_id, snapshot=False)
-            if run is None:
-                return Cancelled(outcome=CancelOutcome.UNKNOWN)
-            if run.status.terminal:
-                return Cancelled(outcome=CancelOutcome.FINISHED, status=run.status.value)
-            allowed, who = await self.may_oversee(run, user)
-            if not allowed:
-                return Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=who)
-            if run.cancelled_by:
-                return Cancelled(outcome=CancelOutcome.ALREADY)
-            now = self._clock()
-            held = run.status.leased and (run.lease_until or 0.0) >= now
-            marked = run.evolve(cancelled_by=user, updated_at=now)
-            if held:
-                event = AuditEvent(at=now, kind="cancel_requested", by=user)
-                marked = marked.evolve(audit=(*run.audit, event)[-audit.MAX_EVENTS :])
-            target = marked if held else cancelled_record(marked, now=now)
-            try:
-                saved = await self._io(self._store.save, target, expected_version=run.version)
-            except VersionConflict:
-                continue
-            audit.log(run_id, [e for e in saved.audit if e not in run.audit])
-            if held:
-                return Cancelled(outcome=CancelOutcome.STOPPING)
-            with self._work():
-                await self._courier.deliver(saved, unposted={FINAL})
-            return Cancelled(outcome=CancelOutcome.CANCELLED)
-        return Cancelled(outcome=CancelOutcome.BUSY)  # nothing was written: try again
+        """End the run for ``user`` if they started it or may decide its asks (``engine.oversight``)."""
+        with self._work():
+            return await self._oversight.cancel(run_id=run_id, user=user)
 
     async def may_oversee(self, run: Run, user: str) -> tuple[bool, tuple[str, ...]]:
         """Whether ``user`` may cancel ``run`` and read its audit trail, and, when not,
         who may besides whoever started it."""
-        policy = self._policy(run.graph)
-        ids = overseer_ids([deciders(a) for a in run.asks.values()], policy)
-        if user == run.started_by or ids is None or user in ids:
-            return True, ()
-        return bool(await groups_of(self._directory, user, ids)), ids
+        return await self._oversight.may_oversee(run, user)
 
     def _claimable_as(self, run: Run) -> RunStatus | None:
         now = self._clock()
@@ -508,13 +404,3 @@ class RunEngine:
         return await run_pass(
             graph=graph, task=run.task, snapshot=run.snapshot, responses=responses, stale=stale, about=about
         )
-
-
-def _said(decision: Decision) -> str:
-    """A decision as the audit trail words it: the verdict and what was written."""
-    said = decision.verdict.value
-    if decision.text:
-        said += f": {decision.text}"
-    if decision.edited_input is not None:
-        said += " (edited input)"
-    return said

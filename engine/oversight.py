@@ -1,19 +1,33 @@
-"""Who may act on a run as a whole (cancel it, read its audit trail), and group lookups.
+"""Acting on a run as a whole: cancelling it, and who may (also who may read its trail).
 
-The rules are ``engine.policy.may_oversee``; this module resolves the user groups they
-name through the ``Directory`` port, failing closed: a group that cannot be read counts
-as one the person is not in, and the failure is logged.
+Whoever started a run, and whoever may decide one of its asks, may cancel it. A run
+nobody holds ends at once (its cards say cancelled; nothing resumes it). A run a process
+holds is marked: that process's save fails its version check, finds the mark and ends
+the run instead of saving its pass (``engine.saving``).
+
+User groups are resolved through the ``Directory`` port, failing closed: a group that
+cannot be read counts as one the person is not in, and the failure is logged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from engine import audit
+from engine.audit import AuditEvent, appended
+from engine.delivery import Courier
 from engine.policy import GROUP_ID, Directory, Policy, deciders
+from engine.ports import FINAL
+from engine.records import Run
+from engine.saving import cancelled_record
+from engine.store import RunStore, VersionConflict
+from engine.threads import in_thread
+
+CANCEL_ATTEMPTS = 25  # writes that lose to another change before the canceller is told to retry
 
 logger = logging.getLogger(__name__)
 
@@ -64,4 +78,56 @@ def overseer_ids(asks_deciders: Iterable[tuple[str, ...] | None], policy: Policy
     return tuple(ids)
 
 
-__all__ = ["CancelOutcome", "Cancelled", "deciders", "groups_of", "overseer_ids"]
+class Oversight:
+    def __init__(
+        self,
+        *,
+        store: RunStore,
+        courier: Courier,
+        directory: Directory | None,
+        clock: Callable[[], float],
+        policy: Callable[[str], Policy],
+    ) -> None:
+        self._store = store
+        self._courier = courier
+        self._directory = directory
+        self._clock = clock
+        self._policy = policy
+
+    async def cancel(self, *, run_id: str, user: str) -> Cancelled:
+        for _ in range(CANCEL_ATTEMPTS):
+            run = await in_thread(self._store.load, run_id, snapshot=False)
+            if run is None:
+                return Cancelled(outcome=CancelOutcome.UNKNOWN)
+            if run.status.terminal:
+                return Cancelled(outcome=CancelOutcome.FINISHED, status=run.status.value)
+            allowed, who = await self.may_oversee(run, user)
+            if not allowed:
+                return Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=who)
+            if run.cancelled_by:
+                return Cancelled(outcome=CancelOutcome.ALREADY)
+            now = self._clock()
+            held = run.status.leased and (run.lease_until or 0.0) >= now
+            marked = run.evolve(cancelled_by=user, updated_at=now)
+            if held:
+                trail, dropped = appended(
+                    run.audit, run.audit_dropped, [AuditEvent(at=now, kind="cancel_requested", by=user)]
+                )
+                marked = marked.evolve(audit=trail, audit_dropped=dropped)
+            target = marked if held else cancelled_record(marked, now=now)
+            try:
+                saved = await in_thread(self._store.save, target, expected_version=run.version)
+            except VersionConflict:
+                continue
+            audit.log(run_id, [e for e in saved.audit if e not in run.audit])
+            if held:
+                return Cancelled(outcome=CancelOutcome.STOPPING)
+            await self._courier.deliver(saved, unposted={FINAL})
+            return Cancelled(outcome=CancelOutcome.CANCELLED)
+        return Cancelled(outcome=CancelOutcome.BUSY)  # nothing was written: try again
+
+    async def may_oversee(self, run: Run, user: str) -> tuple[bool, tuple[str, ...]]:
+        ids = overseer_ids([deciders(a) for a in run.asks.values()], self._policy(run.graph))
+        if user == run.started_by or ids is None or user in ids:
+            return True, ()
+        return bool(await groups_of(self._directory, user, ids)), ids

@@ -1,0 +1,123 @@
+"""Recording one person's answer under the ask's policy, and what a refusal leaves behind.
+
+The store applies the policy inside its decision write (``engine.store_rules.decided``);
+this module supplies what the write needs and cannot know: which user groups the person
+is in. Groups are looked up only when the ask's terms need them: the first write names
+the person alone, and a refusal for want of a group the ask names looks the person up in
+those groups (``Directory``, cached) and writes once more. A plain click therefore costs
+no Slack call, and a click by a listed person no second write.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from engine import audit
+from engine.audit import AuditEvent
+from engine.oversight import groups_of
+from engine.policy import GROUP_ID, Directory, Refusal, deciders
+from engine.ports import DecideResult
+from engine.records import Decision, MessageRef
+from engine.store import (
+    AskNotFound,
+    AskNotPending,
+    DecisionRefused,
+    Lease,
+    RunNotFound,
+    RunStore,
+    StoreError,
+    VerdictNotOffered,
+)
+from engine.threads import in_thread
+
+logger = logging.getLogger(__name__)
+
+REFUSALS_KEPT = audit.MAX_EVENTS // 5  # refused clicks the trail holds at most
+
+
+class Ballot:
+    def __init__(self, *, store: RunStore, directory: Directory | None, clock: Callable[[], float]) -> None:
+        self._store = store
+        self._directory = directory
+        self._clock = clock
+
+    async def record(
+        self, *, run_id: str, ask_key: str, decision: Decision, claim: Lease | None, card: MessageRef | None
+    ) -> DecideResult:
+        """Record ``decision`` if the ask is open and its policy allows it; what happened."""
+        event = AuditEvent(
+            at=decision.at,
+            kind="expired" if decision.expired else "decided",
+            by=decision.user or None,
+            ask=ask_key,
+            text=_said(decision),
+        )
+        checked: frozenset[str] = frozenset()
+        member_of: frozenset[str] = frozenset()
+        for _ in range(2):
+            try:
+                run = await in_thread(
+                    self._store.decide,
+                    run_id,
+                    ask_key,
+                    decision,
+                    now=self._clock(),
+                    claim=claim,
+                    card=card,
+                    member_of=member_of,
+                    event=event,
+                )
+                break
+            except DecisionRefused as refused:
+                ask = refused.run.asks[ask_key]
+                unchecked = {g for g in deciders(ask) or () if GROUP_ID.match(g)} - checked
+                if refused.refusal is Refusal.NOT_APPROVER and unchecked:
+                    checked |= unchecked
+                    found = await groups_of(self._directory, decision.user, unchecked)
+                    if found:
+                        member_of |= found
+                        continue
+                await self._note_refusal(refused, decision)
+                return DecideResult(accepted=False, run=refused.run, ask=ask, refusal=refused.refusal)
+            except (AskNotPending, VerdictNotOffered) as lost:
+                return DecideResult(accepted=False, run=lost.run, ask=lost.run.asks[lost.ask_key])
+            except (RunNotFound, AskNotFound):
+                return DecideResult(accepted=False, run=None, ask=None)
+            except StoreError:
+                logger.warning("run %s: a decision could not be recorded", run_id, exc_info=True)
+                return DecideResult(accepted=False, run=None, ask=None, unrecorded=True)
+        audit.log(run_id, [e for e in run.audit if e.id == event.id])
+        claimed = claim is not None and run.lease_owner == claim.owner
+        return DecideResult(accepted=True, run=run, ask=run.asks[ask_key], claimed=claimed)
+
+    async def _note_refusal(self, refused: DecisionRefused, decision: Decision) -> None:
+        """Add a refused click to the trail, once per person, ask and answer, and only while
+        refusals fill less than a fifth of it: clicking again and again must not push the
+        run's real history out of its record (every refusal is still logged)."""
+        event = AuditEvent(
+            at=self._clock(),
+            kind="refused",
+            by=decision.user,
+            ask=refused.ask_key,
+            text=f"{decision.verdict.value}: {refused.refusal.value}",
+        )
+        audit.log(refused.run.run_id, [event])
+        earlier = [e for e in refused.run.audit if e.kind == "refused"]
+        seen = any((e.by, e.ask, e.text) == (event.by, event.ask, event.text) for e in earlier)
+        if seen or len(earlier) >= REFUSALS_KEPT:
+            return
+        try:
+            await in_thread(self._store.note, refused.run.run_id, event)
+        except StoreError:
+            logger.warning("run %s: could not add a refused click to its audit trail", refused.run.run_id)
+
+
+def _said(decision: Decision) -> str:
+    """A decision as the audit trail words it: the verdict and what was written."""
+    said = decision.verdict.value
+    if decision.text:
+        said += f": {decision.text}"
+    if decision.edited_input is not None:
+        said += " (edited input)"
+    return said
