@@ -23,8 +23,10 @@ from typing import Any, Final
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.listeners.outcomes import counted_text, loser_text
+from bot.payloads import CHANNEL_ID
 from bot.render import messages
 from bot.render.audit import audit_trail, who_may
+from bot.render.listings import MAX_RUNS, run_list, run_status
 from bot.render.mrkdwn import Rendered, inline_code, mention
 from bot.services import Services
 from engine import DecideResult, PublishError, UnknownGraph
@@ -95,7 +97,25 @@ class ShowAudit:
     response_url: str
 
 
-Work = StartRun | ListGraphs | Decide | PickUp | SweepRun | CancelRun | ShowAudit
+@dataclass(frozen=True, kw_only=True)
+class ListRuns:
+    """``/graph runs``: the channel's recent runs, to this person."""
+
+    channel: str
+    user: str
+    response_url: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShowStatus:
+    """``/graph status <run id>``: where the run stands, to this person, if they may oversee it."""
+
+    run_id: str
+    user: str
+    response_url: str
+
+
+Work = StartRun | ListGraphs | Decide | PickUp | SweepRun | CancelRun | ShowAudit | ListRuns | ShowStatus
 _KINDS: Final[dict[str, type[Work]]] = {
     "start": StartRun,
     "list": ListGraphs,
@@ -104,6 +124,8 @@ _KINDS: Final[dict[str, type[Work]]] = {
     "sweep_run": SweepRun,
     "cancel": CancelRun,
     "audit": ShowAudit,
+    "runs": ListRuns,
+    "status": ShowStatus,
 }
 _KIND_OF: Final = {cls: kind for kind, cls in _KINDS.items()}
 
@@ -148,8 +170,10 @@ def from_wire(data: object) -> Work:
     for name, value in vars(work).items():
         if name not in ("decision", "card"):
             _str(value)
-    if isinstance(work, CancelRun | ShowAudit) and (not RUN_ID.match(work.run_id) or not work.user):
+    if isinstance(work, CancelRun | ShowAudit | ShowStatus) and (not RUN_ID.match(work.run_id) or not work.user):
         raise ValueError(f"malformed {data['kind']} work: not a run id or no user")
+    if isinstance(work, ListRuns) and (not CHANNEL_ID.fullmatch(work.channel) or not work.user):
+        raise ValueError(f"malformed {data['kind']} work: not a channel id or no user")
     return work
 
 
@@ -185,15 +209,22 @@ async def perform(work: Work, *, services: Services) -> None:
             await _tell(work.response_url, cancel_text(work.run_id, cancelled))
         elif isinstance(work, ShowAudit):
             await _show_audit(work, services=services)
+        elif isinstance(work, ListRuns):
+            runs = await in_thread(services.store.recent, channel=work.channel, limit=MAX_RUNS + 1)
+            await _send(work.response_url, run_list(runs=runs, command=services.slack.command))
+        elif isinstance(work, ShowStatus):
+            await _show_status(work, services=services)
         elif isinstance(work, PickUp):
             await engine.pick_up(work.run_id)
         else:
             await engine.sweep_run(work.run_id)
     except Exception:  # the store or a graph failed: the sweeper goes on from what was saved
         logger.exception("%s work for run %s failed", _KIND_OF[type(work)], getattr(work, "run_id", "-"))
-        if isinstance(work, CancelRun | ShowAudit):  # nothing else will answer them
+        if isinstance(work, CancelRun | ShowAudit | ShowStatus):  # nothing else will answer them
             failed = f"That failed just now (run {inline_code(work.run_id)}); try again in a moment."
             await _tell(work.response_url, failed)
+        elif isinstance(work, ListRuns):
+            await _tell(work.response_url, "Listing this channel's runs failed just now; try again in a moment.")
 
 
 async def _decide(work: Decide, *, services: Services) -> None:
@@ -257,6 +288,23 @@ async def _show_audit(work: ShowAudit, *, services: Services) -> None:
     for message in audit_trail(run=run):
         if not await _send(work.response_url, message):
             return
+
+
+async def _show_status(work: ShowStatus, *, services: Services) -> None:
+    run = await in_thread(services.store.load, work.run_id, snapshot=False)
+    if run is None:
+        await _tell(work.response_url, cancel_text(work.run_id, Cancelled(outcome=CancelOutcome.UNKNOWN)))
+        return
+    allowed, ids = await services.engine.may_oversee(run, work.user)
+    if not allowed:  # the same people who may read its audit trail
+        ask = who_may(ids, first=mention(run.started_by))
+        await _tell(
+            work.response_url,
+            f"You may not see the status of run {inline_code(run.run_id)}; only its requester and "
+            f"approvers may. Ask {ask}.",
+        )
+        return
+    await _send(work.response_url, run_status(run=run, command=services.slack.command))
 
 
 async def _start(work: StartRun, *, services: Services) -> None:

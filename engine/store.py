@@ -248,6 +248,14 @@ class RunStore(Protocol):
         """The state ``run.state_ref`` names (for runs returned without it)."""
         ...
 
+    def recent(self, *, channel: str, limit: int = 20) -> list[Run]:
+        """The channel's latest runs, newest first, without their state.
+
+        Found through an index (DynamoDB's ``by_channel``, SQLite's on the channel), never a
+        scan: the cost of a listing does not grow with the table.
+        """
+        ...
+
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:
         """Ids of runs whose ``Run.sweep_at`` is at or before ``now``, oldest first."""
         ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import boto3
 import botocore.exceptions
@@ -30,6 +30,17 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 SWEEP_INDEX = "sweep"
+CHANNEL_INDEX = "by_channel"  # a channel's runs, newest first: /graph runs
+_CHANNEL_GSI: Any = {
+    "IndexName": CHANNEL_INDEX,
+    "KeySchema": [
+        {"AttributeName": "channel", "KeyType": "HASH"},
+        {"AttributeName": "created_at", "KeyType": "RANGE"},
+    ],
+    # Keys only: neither key changes after the create, so no later write of the run
+    # touches this index; a listing reads the runs it names (without their state).
+    "Projection": {"ProjectionType": "KEYS_ONLY"},
+}
 
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 5},
@@ -101,6 +112,8 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
                 {"AttributeName": "sk", "AttributeType": "S"},
                 {"AttributeName": "sweep_pk", "AttributeType": "S"},
                 {"AttributeName": "sweep_at", "AttributeType": "N"},
+                {"AttributeName": "channel", "AttributeType": "S"},
+                {"AttributeName": "created_at", "AttributeType": "N"},
             ],
             KeySchema=[
                 {"AttributeName": "pk", "KeyType": "HASH"},
@@ -115,7 +128,8 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
                     ],
                     # The sweeper only needs run ids; the engine re-reads each run.
                     "Projection": {"ProjectionType": "KEYS_ONLY"},
-                }
+                },
+                _CHANNEL_GSI,
             ],
         )
         lines.append(f"created table {table}")
@@ -124,6 +138,8 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
             raise
         lines.append(f"table {table} exists")
     ddb.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 2, "MaxAttempts": 60})
+    if _add_channel_index(ddb, table):
+        lines.append(f"adding index {CHANNEL_INDEX} (DynamoDB builds it in the background)")
 
     ttl = ddb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
     if ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
@@ -137,6 +153,23 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
     if bucket:
         lines.append(_create_bucket(bucket))
     return lines
+
+
+def _add_channel_index(ddb: DynamoDBClient, table: str) -> bool:
+    """A table made by an earlier release lacks the channel index: add it (DynamoDB builds
+    it in the background; ``/graph runs`` answers once it is active)."""
+    described = ddb.describe_table(TableName=table)["Table"]
+    if any(i["IndexName"] == CHANNEL_INDEX for i in described.get("GlobalSecondaryIndexes", [])):
+        return False
+    ddb.update_table(
+        TableName=table,
+        AttributeDefinitions=[
+            {"AttributeName": "channel", "AttributeType": "S"},
+            {"AttributeName": "created_at", "AttributeType": "N"},
+        ],
+        GlobalSecondaryIndexUpdates=[{"Create": _CHANNEL_GSI}],
+    )
+    return True
 
 
 STATE_PREFIX = "runs/"

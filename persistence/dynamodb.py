@@ -19,6 +19,7 @@ Item layout (one table, ``pk``/``sk`` strings)::
     S3: runs/<run_id>/state-<nonce>                     state object
 
 GSI ``sweep``: hash ``sweep_pk``, range ``sweep_at``, keys only.
+GSI ``by_channel``: hash ``channel``, range ``created_at``, keys only (``recent``).
 
 Why the state lives apart: a decision, a claim, a lease renewal and a delivery record
 are written several times per approval, the state once. DynamoDB bills a write by the
@@ -524,6 +525,28 @@ class DynamoRunStore:
                 ExpressionAttributeNames={"#version": "version"},
                 ExpressionAttributeValues=values,
             )
+
+    @aws.mapped
+    def recent(self, *, channel: str, limit: int = 20) -> list[Run]:
+        # One query of the keys-only channel index, then one BatchGetItem of those run
+        # records (without their state): two requests, whatever the size of the table.
+        got = self._ddb.query(
+            TableName=self._table,
+            IndexName=aws.CHANNEL_INDEX,
+            KeyConditionExpression="#channel = :channel",
+            ExpressionAttributeNames={"#channel": "channel"},
+            ExpressionAttributeValues={":channel": {"S": channel}},
+            ScanIndexForward=False,
+            Limit=limit,
+        )
+        keys = [{"pk": item["pk"], "sk": item["sk"]} for item in got.get("Items", [])]
+        runs: list[Run] = []
+        while keys:
+            request: Any = {self._table: {"Keys": keys, "ConsistentRead": False, **items.run_projection()}}
+            batch: Any = self._ddb.batch_get_item(RequestItems=request)
+            runs += [items.run_from_item(item) for item in batch.get("Responses", {}).get(self._table, [])]
+            keys = list(batch.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
+        return sorted(runs, key=lambda r: r.created_at, reverse=True)
 
     @aws.mapped
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:

@@ -48,6 +48,9 @@ _BUSY_TIMEOUT_S = 30.0
 _FINISHED = ", ".join(f"'{s.value}'" for s in RunStatus if s.terminal)
 _IS_FINISHED = f"json_extract(doc, '$.status') IN ({_FINISHED})"
 _UPDATED_AT = "json_extract(doc, '$.updated_at')"
+# A channel's runs, newest first (``recent``).
+_CHANNEL = "json_extract(doc, '$.channel')"
+_CREATED_AT = "json_extract(doc, '$.created_at')"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
@@ -59,6 +62,7 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_sweep_at ON runs (sweep_at) WHERE sweep_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS runs_finished ON runs ({_UPDATED_AT}) WHERE {_IS_FINISHED};
+CREATE INDEX IF NOT EXISTS runs_by_channel ON runs ({_CHANNEL}, {_CREATED_AT});
 """
 
 
@@ -266,6 +270,13 @@ class SqliteRunStore:
             new = apply_delivery(run, delivery).evolve(version=run.version + 1)
             self._update(conn, new, expected_version=run.version)
         return new
+
+    @_mapped
+    def recent(self, *, channel: str, limit: int = 20) -> list[Run]:
+        rows = self._conn().execute(
+            f"SELECT doc FROM runs WHERE {_CHANNEL} = ? ORDER BY {_CREATED_AT} DESC LIMIT ?", (channel, limit)
+        )
+        return [_run(r[0], None) for r in rows]
 
     @_mapped
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:

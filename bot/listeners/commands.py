@@ -1,11 +1,12 @@
-"""The slash command: ``/graph run <graph> <task>``, ``list``, ``cancel <run id>``,
-``audit <run id>`` and ``help``.
+"""The slash command: ``/graph run <graph> <task>``, ``list``, ``runs``, ``status <run id>``,
+``cancel <run id>``, ``audit <run id>`` and ``help``.
 
 The ack answers what needs no graph code (help, usage errors) at once; starting a run,
-listing graphs, cancelling and showing an audit trail are handed off to run after the
-ack, because they may import graph modules or read the store. A run's id comes from the
-command's ``trigger_id``, so a command delivered twice starts one run. A run id given to
-``cancel`` or ``audit`` is checked for its shape here, before anything reads the store.
+listing graphs or the channel's runs, showing a run's status, cancelling and showing an
+audit trail are handed off to run after the ack, because they may import graph modules
+or read the store. A run's id comes from the command's ``trigger_id``, so a command
+delivered twice starts one run. A run id given to ``status``, ``cancel`` or ``audit`` is
+checked for its shape here, before anything reads the store.
 """
 
 from __future__ import annotations
@@ -18,7 +19,17 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from bot.handoff import Handoff, HandoffFailed
 from bot.render import messages
 from bot.services import Services
-from bot.work import RUN_ID, CancelRun, ListGraphs, ShowAudit, StartRun, Work, run_id_for
+from bot.work import (
+    RUN_ID,
+    CancelRun,
+    ListGraphs,
+    ListRuns,
+    ShowAudit,
+    ShowStatus,
+    StartRun,
+    Work,
+    run_id_for,
+)
 from engine.ids import new_run_id
 
 MAX_TASK_CHARS = 4000
@@ -26,7 +37,7 @@ MAX_TASK_CHARS = 4000
 
 @dataclass(frozen=True, kw_only=True)
 class Command:
-    action: Literal["run", "list", "help", "cancel", "audit"]
+    action: Literal["run", "list", "help", "cancel", "audit", "runs", "status"]
     graph: str = ""
     task: str = ""
     run_id: str = ""
@@ -47,10 +58,10 @@ def parse_command(text: str) -> Command:
     if not words or words[0].lower() == "help":
         return Command(action="help")
     verb = words[0].lower()
-    if verb == "list":
+    if verb in ("list", "runs"):
         if len(words) > 1:
-            raise UsageError("`list` takes no arguments.")
-        return Command(action="list")
+            raise UsageError(f"`{verb}` takes no arguments.")
+        return Command(action="list" if verb == "list" else "runs")
     if verb == "run":
         if len(words) < 2:
             raise UsageError("Name the graph to run.")
@@ -60,13 +71,17 @@ def parse_command(text: str) -> Command:
         if len(task) > MAX_TASK_CHARS:
             raise UsageError(f"The task is too long ({len(task)} characters, at most {MAX_TASK_CHARS}).")
         return Command(action="run", graph=words[1], task=task)
-    if verb in ("cancel", "audit"):
-        return Command(action="cancel" if verb == "cancel" else "audit", run_id=_run_id(verb, words[1:]))
+    if verb == "cancel":
+        return Command(action="cancel", run_id=_run_id(verb, words[1:]))
+    if verb == "audit":
+        return Command(action="audit", run_id=_run_id(verb, words[1:]))
+    if verb == "status":
+        return Command(action="status", run_id=_run_id(verb, words[1:]))
     raise UsageError(f"Unknown subcommand `{words[0][:40]}`.")
 
 
 def _run_id(verb: str, rest: list[str]) -> str:
-    """The one run id after ``cancel``/``audit``, as the run's announcement shows it."""
+    """The one run id after ``status``/``cancel``/``audit``, as the run's announcement shows it."""
     if not rest:
         raise UsageError(f"Name the run: `{verb} <run id>`, the id in backticks under the run's announcement.")
     if len(rest) > 1:
@@ -98,6 +113,10 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
             work = CancelRun(run_id=parsed.run_id, user=command["user_id"], response_url=response_url)
         elif parsed.action == "audit":
             work = ShowAudit(run_id=parsed.run_id, user=command["user_id"], response_url=response_url)
+        elif parsed.action == "status":
+            work = ShowStatus(run_id=parsed.run_id, user=command["user_id"], response_url=response_url)
+        elif parsed.action == "runs":
+            work = ListRuns(channel=command["channel_id"], user=command["user_id"], response_url=response_url)
         else:
             work = StartRun(
                 run_id=run_id_for(command.get("trigger_id")) or new_run_id(),

@@ -257,6 +257,9 @@ def _usage_lines(command: str) -> list[str]:
     return [
         f"`{cmd} run {escape('<graph> <task text>')}`: start a run of a graph with the task text as input",
         f"`{cmd} list`: show the graphs you can run",
+        f"`{cmd} runs`: show the latest runs in this channel",
+        f"`{cmd} status {escape('<run id>')}`: show where a run stands and what it waits for "
+        "(to its requester and approvers only)",
         f"`{cmd} cancel {escape('<run id>')}`: stop a run (its requester and approvers may)",
         f"`{cmd} audit {escape('<run id>')}`: show who did what in a run, and when "
         "(to its requester and approvers only)",

@@ -57,3 +57,17 @@ async def test_cold_start_produces_a_well_formed_result() -> None:
     assert cold["boto3_clients"]["ours"] == ["lambda"]  # the handoff's, and no DynamoDB client
     assert cold["dynamodb_client_created"] is False
     assert "cold-start ratio" in outcome.text
+
+
+def test_a_listing_costs_the_same_requests_whatever_the_table_size() -> None:
+    from bench.listing_cost import measure
+
+    report = measure(small=50, large=500, samples=3)
+    assert [c.name for c in report.comparisons] == [
+        "sqlite: 500 runs vs 50",
+        "dynamodb (moto): 500 runs vs 50",
+        "moto's bare index query: 500 vs 50",
+    ]
+    assert all(math.isfinite(c.ratio) and c.ratio > 0 for c in report.comparisons)
+    small, large = report.requests.values()
+    assert small == large == {"Query": 1, "BatchGetItem": 1}, report.requests

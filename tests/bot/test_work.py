@@ -15,7 +15,9 @@ from bot.work import (
     RUN_ID,
     CancelRun,
     Decide,
+    ListRuns,
     ShowAudit,
+    ShowStatus,
     StartRun,
     Work,
     from_wire,
@@ -346,3 +348,132 @@ async def test_a_second_vote_of_the_same_person_is_told(sent: list[Sent]) -> Non
     again = Decision(verdict=Verdict.APPROVE, user="U0BOB", at=NOW + 60)
     await perform(decide_work(again), services=services(FakeEngine(decided=result)))
     assert [s.text for s in sent] == [loser_text(result)]
+
+
+# --- runs and status: the wire --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "work",
+    [
+        ListRuns(channel="C0E2E", user="U0ALICE", response_url=URL),
+        ListRuns(channel="G0PRIVATE", user="U0ALICE", response_url=""),
+        ShowStatus(run_id=RUN, user="U0ALICE", response_url=URL),
+    ],
+    ids=lambda w: type(w).__name__,
+)
+def test_runs_and_status_round_trip_through_json(work: Work) -> None:
+    wire = json.loads(json.dumps(to_wire(work)))
+    assert wire["kind"] in ("runs", "status")
+    assert from_wire(wire) == work
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"kind": "runs", "channel": "C1", "user": "U1"},  # no response_url
+        {"kind": "runs", "channel": "C1", "user": "U1", "response_url": URL, "run_id": RUN},
+        {"kind": "runs", "channel": "", "user": "U1", "response_url": URL},
+        {"kind": "runs", "channel": "c1", "user": "U1", "response_url": URL},
+        {"kind": "runs", "channel": "C1\n", "user": "U1", "response_url": URL},
+        {"kind": "runs", "channel": "<#C1>", "user": "U1", "response_url": URL},
+        {"kind": "runs", "channel": ["C1"], "user": "U1", "response_url": URL},
+        {"kind": "runs", "channel": "C1", "user": "", "response_url": URL},
+        {"kind": "runs", "channel": "C1", "user": "U1", "response_url": 3},
+        {"kind": "status", "run_id": RUN, "user": "U1"},
+        {"kind": "status", "run_id": "../../etc", "user": "U1", "response_url": URL},
+        {"kind": "status", "run_id": RUN + "\n", "user": "U1", "response_url": URL},
+        {"kind": "status", "run_id": RUN, "user": "", "response_url": URL},
+        {"kind": "status", "run_id": RUN, "user": None, "response_url": URL},
+        {"kind": "status", "channel": "C1", "user": "U1", "response_url": URL},
+    ],
+)
+def test_malformed_runs_and_status_work_is_refused(data: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        from_wire(data)
+
+
+# --- perform: runs --------------------------------------------------------------------
+
+
+@dataclass
+class ListingStore(FakeStore):
+    recents: list[tuple[str, int]] = field(default_factory=list)
+    fail: bool = False
+
+    def recent(self, *, channel: str, limit: int = 20) -> list[Run]:
+        self.recents.append((channel, limit))
+        if self.fail:
+            raise RuntimeError("store down")
+        mine = [r for r in self.runs.values() if r.channel == channel]
+        return sorted(mine, key=lambda r: r.created_at, reverse=True)[:limit]
+
+
+async def test_runs_lists_the_channels_runs_newest_first(sent: list[Sent]) -> None:
+    runs = [make_run(run_id=f"run{i:02}aaaaaaaaaaa", channel="C1", created_at=NOW + i) for i in range(3)]
+    other = make_run(run_id="otheraaaaaaaaaaa", channel="C2")
+    store = ListingStore(runs={r.run_id: r for r in [*runs, other]})
+    engine = FakeEngine()
+    await perform(ListRuns(channel="C1", user="U0EVE", response_url=URL), services=services(engine, store))
+    assert store.recents == [("C1", 16)], "one more than shown, to know whether older runs exist"
+    assert engine.calls == []
+    assert len(sent) == 1 and sent[0].response_type == "ephemeral" and sent[0].url == URL
+    shown = json.dumps(sent[0].blocks)
+    assert "otheraaaaaaaaaaa" not in shown
+    positions = [shown.index(r.run_id) for r in reversed(runs)]
+    assert positions == sorted(positions), "newest first"
+
+
+async def test_runs_of_an_empty_channel(sent: list[Sent]) -> None:
+    work = ListRuns(channel="C1", user="U0EVE", response_url=URL)
+    await perform(work, services=services(FakeEngine(), ListingStore()))
+    assert [(s.text, s.blocks) for s in sent] == [("No runs in this channel yet.", None)]
+
+
+async def test_a_failing_listing_is_told_not_raised(sent: list[Sent]) -> None:
+    store = ListingStore(fail=True)
+    await perform(ListRuns(channel="C1", user="U0EVE", response_url=URL), services=services(FakeEngine(), store))
+    assert len(sent) == 1 and "try again in a moment" in sent[0].text
+
+
+# --- perform: status ------------------------------------------------------------------
+
+
+async def test_status_is_shown_to_whoever_may_oversee(sent: list[Sent]) -> None:
+    ask = make_ask(rules=AskRules(approvers=("U0BOB",)))
+    store = FakeStore(runs={RUN: make_run(asks={"a1": ask}, trail=("planner",))})
+    engine = FakeEngine()
+    await perform(ShowStatus(run_id=RUN, user="U0BOB", response_url=URL), services=services(engine, store))
+    assert store.loads == [(RUN, False)]
+    assert engine.calls == [("may_oversee", (RUN, "U0BOB"))]
+    assert len(sent) == 1 and sent[0].response_type == "ephemeral"
+    shown = "\n".join(b["text"]["text"] for b in sent[0].blocks or [] if b["type"] == "section")
+    assert "waiting for 1 decision" in shown and "`planner`" in shown
+    assert "• *Approve deploy*: <@U0BOB> may decide" in shown
+
+
+async def test_status_is_refused_to_others_naming_who_may(sent: list[Sent]) -> None:
+    store = FakeStore(runs={RUN: make_run(asks={"a1": make_ask()})})
+    engine = FakeEngine(oversee=(False, ("U0BOB", "S0OPS")))
+    await perform(ShowStatus(run_id=RUN, user="U0MALLORY", response_url=URL), services=services(engine, store))
+    assert len(sent) == 1 and not sent[0].blocks
+    text = sent[0].text
+    assert text.startswith("You may not see the status of run `abcdefghijklmnop`")
+    assert "<@U0ALICE>" in text and "<@U0BOB>" in text and "<!subteam^S0OPS>" in text
+    assert "Approve deploy" not in text and "waiting" not in text
+
+
+async def test_status_of_an_unknown_run(sent: list[Sent]) -> None:
+    engine = FakeEngine()
+    await perform(ShowStatus(run_id=RUN, user="U0ALICE", response_url=URL), services=services(engine))
+    assert engine.calls == []
+    assert len(sent) == 1 and "I don't know a run `abcdefghijklmnop`" in sent[0].text
+
+
+async def test_a_failing_status_is_told_not_raised(sent: list[Sent]) -> None:
+    class Broken(FakeStore):
+        def load(self, run_id: str, *, snapshot: bool = True) -> Run | None:
+            raise RuntimeError("store down")
+
+    await perform(ShowStatus(run_id=RUN, user="U0ALICE", response_url=URL), services=services(FakeEngine(), Broken()))
+    assert len(sent) == 1 and "That failed just now (run `abcdefghijklmnop`)" in sent[0].text

@@ -461,3 +461,20 @@ def test_decide_exactly_once_when_some_clicks_name_a_verdict_not_offered(backend
         assert not isinstance(exc, VerdictNotOffered) or exc.run.asks["a2"].status is AskStatus.PENDING
     stored = backend.store().load("r-mixed")
     assert stored is not None and stored.version == 2 and stored.asks["a2"].decision == winner
+
+
+def test_recent_lists_a_channels_runs_newest_first_through_an_index(
+    backend: Backend, request: pytest.FixtureRequest
+) -> None:
+    store = backend.store()
+    base = time.time()
+    for n in range(12):
+        channel = "C-LIST" if n % 3 else "C-OTHER"
+        store.create(make_run(f"r-list-{n:02d}", channel=channel, created_at=base + n, snapshot=os.urandom(3000)))
+    sent = _requests(backend, request)
+    listed = store.recent(channel="C-LIST", limit=5)
+    assert [r.run_id for r in listed] == ["r-list-11", "r-list-10", "r-list-08", "r-list-07", "r-list-05"]
+    assert all(r.snapshot is None for r in listed), "a listing never reads run state"
+    if backend.dynamo:
+        assert sent() == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}, "two requests, no scan"
+    assert store.recent(channel="C-NONE") == []

@@ -25,9 +25,39 @@ def test_create_table_is_idempotent(moto_server: CountingMotoServer) -> None:
     assert rule["Filter"] == {"Prefix": "runs/"} and rule["Expiration"] == {"Days": 30} and rule["Status"] == "Enabled"
     described = boto3.client("dynamodb").describe_table(TableName=table)["Table"]
     assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
-    (index,) = described["GlobalSecondaryIndexes"]
-    assert index["IndexName"] == "sweep"
-    assert [k["AttributeName"] for k in index["KeySchema"]] == ["sweep_pk", "sweep_at"]
+    sweep, channel = described["GlobalSecondaryIndexes"]
+    assert sweep["IndexName"] == "sweep" and channel["IndexName"] == "by_channel"
+    assert [k["AttributeName"] for k in sweep["KeySchema"]] == ["sweep_pk", "sweep_at"]
+    assert [k["AttributeName"] for k in channel["KeySchema"]] == ["channel", "created_at"]
+
+
+def test_create_table_adds_the_channel_index_to_a_table_from_an_earlier_release(
+    moto_server: CountingMotoServer,
+) -> None:
+    table = f"runs-{uuid.uuid4().hex[:8]}"
+    boto3.client("dynamodb").create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": n, "AttributeType": t}
+            for n, t in (("pk", "S"), ("sk", "S"), ("sweep_pk", "S"), ("sweep_at", "N"))
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "sweep",
+                "KeySchema": [
+                    {"AttributeName": "sweep_pk", "KeyType": "HASH"},
+                    {"AttributeName": "sweep_at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    )
+    assert "adding index by_channel (DynamoDB builds it in the background)" in create_table(table=table)
+    described = boto3.client("dynamodb").describe_table(TableName=table)["Table"]
+    assert [i["IndexName"] for i in described["GlobalSecondaryIndexes"]] == ["sweep", "by_channel"]
+    assert not any("adding" in line for line in create_table(table=table)), "once"
 
 
 def test_open_store_picks_the_backend(moto_server: CountingMotoServer, dynamodb_table: str, tmp_path: str) -> None:

@@ -59,3 +59,16 @@ def test_purge_uses_an_index_also_in_a_file_made_before_it(tmp_path: Path) -> No
         assert store.purge(now=NOW, older_than=30 * DAY) == 1
     finally:
         store.close()
+
+
+def test_a_channel_listing_uses_an_index_not_a_scan(tmp_path: Path) -> None:
+    from persistence.sqlite import _CHANNEL, _CREATED_AT
+
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+    try:
+        query = f"EXPLAIN QUERY PLAN SELECT doc FROM runs WHERE {_CHANNEL} = ? ORDER BY {_CREATED_AT} DESC LIMIT 5"
+        plan = store._conn().execute(query, ("C1",)).fetchall()
+        assert any("runs_by_channel" in str(row) for row in plan), plan
+        assert not any("TEMP B-TREE" in str(row) for row in plan), "ordered by the index, not sorted"
+    finally:
+        store.close()
