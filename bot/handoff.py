@@ -12,8 +12,9 @@ import asyncio
 import logging
 from typing import Protocol
 
+from bot.perform import perform
 from bot.services import Services
-from bot.work import Work, perform
+from bot.work import Work
 
 logger = logging.getLogger(__name__)
 

@@ -21,9 +21,10 @@ from bot.aws_lambda.invoke import Forged, LambdaHandoff, envelope_key, is_envelo
 from bot.aws_lambda.secrets import SECRET_ENV, slack_secrets
 from bot.edge import EdgeReply
 from bot.handoff import HandoffFailed
+from bot.perform import perform
 from bot.services import Services
 from bot.slack_access import ConfigError, SlackAccess
-from bot.work import SweepRun, perform
+from bot.work import SweepRun
 
 if TYPE_CHECKING:
     from bot.settings import Settings

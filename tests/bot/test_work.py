@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-import bot.work
+import bot.perform
 from bot.listeners.outcomes import loser_text
+from bot.perform import perform
 from bot.work import (
     RUN_ID,
     CancelRun,
@@ -21,7 +22,6 @@ from bot.work import (
     StartRun,
     Work,
     from_wire,
-    perform,
     run_id_for,
     to_wire,
 )
@@ -109,7 +109,7 @@ class FakeWebhook:
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[Sent]:
     FakeWebhook.sent = []
-    monkeypatch.setattr(bot.work, "AsyncWebhookClient", FakeWebhook)
+    monkeypatch.setattr(bot.perform, "AsyncWebhookClient", FakeWebhook)
     return FakeWebhook.sent
 
 

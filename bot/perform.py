@@ -1,0 +1,212 @@
+"""Doing the work a Slack request left for after its ack (``bot.work``): start a run,
+record a click and resume, cancel, answer a listing. Every outcome a person should know
+of is told to them through the request's ``response_url``; nothing raises.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from bot.listeners.outcomes import counted_text, loser_text
+from bot.render import messages
+from bot.render.audit import audit_trail, who_may
+from bot.render.listings import MAX_RUNS, run_list, run_status
+from bot.render.mrkdwn import Rendered, inline_code, mention
+from bot.services import Services
+from bot.work import (
+    CancelRun,
+    Decide,
+    ListGraphs,
+    ListRuns,
+    PickUp,
+    ShowAudit,
+    ShowStatus,
+    StartRun,
+    Work,
+    kind_of,
+)
+from engine import DecideResult, PublishError, UnknownGraph
+from engine.oversight import Cancelled, CancelOutcome
+from engine.ports import StartRefused
+from engine.records import Decision
+from engine.store import RunExists
+from engine.threads import in_thread
+
+logger = logging.getLogger(__name__)
+
+
+async def perform(work: Work, *, services: Services) -> None:
+    """Do ``work``; every outcome a person should know of is told to them, nothing raises."""
+    engine = services.engine
+    try:
+        if isinstance(work, StartRun):
+            await _start(work, services=services)
+        elif isinstance(work, ListGraphs):
+            graphs = services.graphs.describe()
+            await _tell(work.response_url, messages.graph_list(command=services.slack.command, graphs=graphs))
+        elif isinstance(work, Decide):
+            await _decide(work, services=services)
+        elif isinstance(work, CancelRun):
+            cancelled = await engine.cancel(run_id=work.run_id, user=work.user)
+            await _tell(work.response_url, cancel_text(work.run_id, cancelled))
+        elif isinstance(work, ShowAudit):
+            await _show_audit(work, services=services)
+        elif isinstance(work, ListRuns):
+            runs = await in_thread(services.store.recent, channel=work.channel, limit=MAX_RUNS + 1)
+            await _send(work.response_url, run_list(runs=runs, command=services.slack.command))
+        elif isinstance(work, ShowStatus):
+            await _show_status(work, services=services)
+        elif isinstance(work, PickUp):
+            await engine.pick_up(work.run_id)
+        else:
+            await engine.sweep_run(work.run_id)
+    except Exception:  # the store or a graph failed: the sweeper goes on from what was saved
+        logger.exception("%s work for run %s failed", kind_of(work), getattr(work, "run_id", "-"))
+        if isinstance(work, CancelRun | ShowAudit | ShowStatus):  # nothing else will answer them
+            failed = f"That failed just now (run {inline_code(work.run_id)}); try again in a moment."
+            await _tell(work.response_url, failed)
+        elif isinstance(work, ListRuns):
+            await _tell(work.response_url, "Listing this channel's runs failed just now; try again in a moment.")
+
+
+async def _decide(work: Decide, *, services: Services) -> None:
+    engine = services.engine
+    result = await engine.decide(
+        run_id=work.run_id, ask_key=work.ask_key, decision=work.decision, claim=True, card=work.card
+    )
+    if not result.accepted:
+        if _delivered_again(result, work.decision):
+            return  # this very click, delivered again (Lambda delivers at least once)
+        await _tell(work.response_url, loser_text(result))
+        return
+    if result.counted:
+        await _tell(work.response_url, counted_text(result))
+    await engine.follow_up(result)
+
+
+def _delivered_again(result: DecideResult, decision: Decision) -> bool:
+    """Whether the store already holds this very decision (as the decision or as a vote)."""
+    ask = result.ask
+    if ask is None:
+        return False
+    return ask.decision == decision or ask.votes.get(decision.user) == decision
+
+
+def cancel_text(run_id: str, cancelled: Cancelled) -> str:
+    """One line per outcome of ``/graph cancel``."""
+    run = f"run {inline_code(run_id)}"
+    match cancelled.outcome:
+        case CancelOutcome.CANCELLED:
+            return f"Cancelled {run}; its open cards now say so."
+        case CancelOutcome.STOPPING:
+            return f"Cancelling {run}: the running step stops at its next save."
+        case CancelOutcome.ALREADY:
+            return f"Someone already asked to cancel {run}; it is stopping."
+        case CancelOutcome.FINISHED:
+            status = f" ({inline_code(cancelled.status, 40)})" if cancelled.status else ""
+            return f"Nothing to cancel: {run} has already finished{status}."
+        case CancelOutcome.BUSY:
+            return f"{run} kept changing while I tried to cancel it; nothing was cancelled. Try again."
+        case CancelOutcome.NOT_ALLOWED:
+            ask = who_may(cancelled.allowed or (), first="whoever started it")
+            return f"You may not cancel {run}; only its requester and approvers may. Ask {ask}."
+    return f"I don't know a {run}; check the id in backticks under the run's announcement."
+
+
+async def _show_audit(work: ShowAudit, *, services: Services) -> None:
+    run = await in_thread(services.store.load, work.run_id, snapshot=False)
+    if run is None:
+        await _tell(work.response_url, cancel_text(work.run_id, Cancelled(outcome=CancelOutcome.UNKNOWN)))
+        return
+    allowed, ids = await services.engine.may_oversee(run, work.user)
+    if not allowed:
+        ask = who_may(ids, first=mention(run.started_by))
+        await _tell(
+            work.response_url,
+            f"You may not read the audit trail of run {inline_code(run.run_id)}; only its requester and "
+            f"approvers may. Ask {ask}.",
+        )
+        return
+    for message in audit_trail(run=run):
+        if not await _send(work.response_url, message):
+            return
+
+
+async def _show_status(work: ShowStatus, *, services: Services) -> None:
+    run = await in_thread(services.store.load, work.run_id, snapshot=False)
+    if run is None:
+        await _tell(work.response_url, cancel_text(work.run_id, Cancelled(outcome=CancelOutcome.UNKNOWN)))
+        return
+    allowed, ids = await services.engine.may_oversee(run, work.user)
+    if not allowed:  # the same people who may read its audit trail
+        ask = who_may(ids, first=mention(run.started_by))
+        await _tell(
+            work.response_url,
+            f"You may not see the status of run {inline_code(run.run_id)}; only its requester and "
+            f"approvers may. Ask {ask}.",
+        )
+        return
+    await _send(work.response_url, run_status(run=run, command=services.slack.command))
+
+
+async def _start(work: StartRun, *, services: Services) -> None:
+    command = services.slack.command
+    try:
+        await services.engine.start(
+            graph=work.graph, task=work.task, user=work.user, channel=work.channel, run_id=work.run_id
+        )
+    except RunExists:
+        logger.info("run %s: already started (a retried command); nothing more to do", work.run_id)
+    except UnknownGraph as unknown:
+        known = ", ".join(f"`{n}`" for n, _ in services.graphs.describe())
+        if known:
+            problem = f"There is no graph called `{unknown.name[:40]}`. Known graphs: {known}."
+        else:
+            problem = (
+                f"There is no graph called `{unknown.name[:40]}`: no graphs are registered yet. Whoever runs "
+                "the bot can set `EXAMPLE_GRAPHS=true` for the example graphs, or `GRAPH_MODULES` to modules "
+                "with their own."
+            )
+        await _tell(work.response_url, messages.usage_error(command=command, problem=problem))
+    except StartRefused as refused:
+        graph = inline_code(refused.graph, 40)
+        starters = who_may(refused.allowed)
+        if starters:
+            text = f"You may not start {graph}; ask {starters} (the graph's starters)."
+        else:
+            text = f"You may not start {graph}: its policy names nobody who may."
+        await _tell(work.response_url, text)
+    except PublishError as error:
+        await _tell(
+            work.response_url, f"I could not post in this channel ({error}). Invite me with `/invite` and try again."
+        )
+    except Exception:  # e.g. a graph module that fails to import: say so, don't go quiet
+        logger.exception("starting %s failed", work.graph)
+        await _tell(work.response_url, f"Starting `{work.graph[:40]}` failed; the bot's logs say why.")
+
+
+async def _tell(response_url: str, text: str) -> None:
+    """An ephemeral answer to the person who acted, through the request's response_url."""
+    await _send(response_url, Rendered(text=text, blocks=[]))
+
+
+async def _send(response_url: str, message: Rendered) -> bool:
+    """``message``, ephemeral, through the request's response_url; whether Slack took it."""
+    if not response_url:
+        return False
+    try:
+        response = await AsyncWebhookClient(response_url).send(
+            text=message.text,
+            blocks=message.blocks or None,
+            response_type="ephemeral",
+            replace_original=False,
+        )
+    except Exception as error:  # they asked once; the log keeps it
+        logger.warning("could not answer through response_url: %s", type(error).__name__)
+        return False
+    if response.status_code != 200:
+        logger.warning("could not answer through response_url: HTTP %s", response.status_code)
+        return False
+    return True
