@@ -406,3 +406,33 @@ async def test_the_scheduled_sweep_fans_out_a_decision_nobody_picked_up(
     assert d.local_lambda.invocations == []
     assert d.responses_to("U0BOB") == [], "a decision that stands needs no excuse"
     no_tracebacks(pool.stderr_text())
+
+
+# -- 8. the scheduled sweep expires an ask nobody decided ----------------------------------------
+
+
+async def test_the_scheduled_sweep_expires_an_ask_and_the_run_goes_on(deployment: LambdaDeployment) -> None:
+    """Expiry on Lambda is the EventBridge schedule's: it fans the due run out to an
+    invocation of its own, which decides the ask as expired and resumes the run."""
+    d = deployment
+    pool = d.pool({"ASK_EXPIRES_AFTER": "2", "DELIVERY_GRACE_SECONDS": "1"})
+    user, _ = d.user(pool.new())
+    card = await d.start_run(user, pool.new())
+    sweeper = pool.new()
+    assert await sweeper.invoke(scheduled_event()) == {"ok": True, "due": 0, "handed": 0}, "not before it expires"
+
+    await asyncio.sleep(2.5)
+    assert await sweeper.invoke(scheduled_event()) == {"ok": True, "due": 1, "handed": 1}
+    (fan_out,) = d.local_lambda.take()
+    assert await d.replay_in(pool.new(), [fan_out]) == [{"ok": True}]
+
+    done = finished_message(d.slack)
+    assert done is not None and "rejected by None: Nobody decided within" in all_text(done)
+    assert d.marker_lines() == [], "an expired ask is a rejection: the gated write never ran"
+    run = d.only_run()
+    (ask,) = run.asks.values()
+    assert run.status is RunStatus.COMPLETED and ask.decision is not None and ask.decision.expired
+    expired_card = d.slack.message(CHANNEL, card["ts"])
+    assert expired_card is not None and "Expired" in str(expired_card["blocks"])
+    assert await sweeper.invoke(scheduled_event()) == {"ok": True, "due": 0, "handed": 0}, "nothing left"
+    no_tracebacks(pool.stderr_text())
