@@ -36,6 +36,8 @@ from engine.threads import in_thread
 
 logger = logging.getLogger(__name__)
 
+IN_ITS_CHANNEL = "Its graph lets anyone in the run's channel act on it: type the command in that channel."
+
 
 async def perform(work: Work, *, services: Services) -> None:
     """Do ``work``; every outcome a person should know of is told to them, nothing raises."""
@@ -49,7 +51,7 @@ async def perform(work: Work, *, services: Services) -> None:
         elif isinstance(work, Decide):
             await _decide(work, services=services)
         elif isinstance(work, CancelRun):
-            cancelled = await engine.cancel(run_id=work.run_id, user=work.user)
+            cancelled = await engine.cancel(run_id=work.run_id, user=work.user, channel=work.channel or None)
             await _tell(work.response_url, cancel_text(work.run_id, cancelled))
         elif isinstance(work, ShowAudit):
             await _show_audit(work, services=services)
@@ -110,7 +112,9 @@ def cancel_text(run_id: str, cancelled: Cancelled) -> str:
         case CancelOutcome.BUSY:
             return f"{run} kept changing while I tried to cancel it; nothing was cancelled. Try again."
         case CancelOutcome.NOT_ALLOWED:
-            ask = who_may(cancelled.allowed or (), first="whoever started it")
+            if not cancelled.allowed:
+                return f"You may not cancel {run} from here. {IN_ITS_CHANNEL}"
+            ask = who_may(cancelled.allowed, first="whoever started it")
             return f"You may not cancel {run}; only its requester and approvers may. Ask {ask}."
     return f"I don't know a {run}; check the id in backticks under the run's announcement."
 
@@ -120,14 +124,11 @@ async def _show_audit(work: ShowAudit, *, services: Services) -> None:
     if run is None:
         await _tell(work.response_url, cancel_text(work.run_id, Cancelled(outcome=CancelOutcome.UNKNOWN)))
         return
-    allowed, ids = await services.engine.may_oversee(run, work.user)
+    allowed, ids = await services.engine.may_oversee(run, work.user, channel=work.channel or None)
     if not allowed:
         ask = who_may(ids, first=mention(run.started_by))
-        await _tell(
-            work.response_url,
-            f"You may not read the audit trail of run {inline_code(run.run_id)}; only its requester and "
-            f"approvers may. Ask {ask}.",
-        )
+        refusal = f"only its requester and approvers may. Ask {ask}." if ids else IN_ITS_CHANNEL
+        await _tell(work.response_url, f"You may not read the audit trail of run {inline_code(run.run_id)}; {refusal}")
         return
     for message in audit_trail(run=run):
         if not await _send(work.response_url, message):
@@ -139,14 +140,11 @@ async def _show_status(work: ShowStatus, *, services: Services) -> None:
     if run is None:
         await _tell(work.response_url, cancel_text(work.run_id, Cancelled(outcome=CancelOutcome.UNKNOWN)))
         return
-    allowed, ids = await services.engine.may_oversee(run, work.user)
+    allowed, ids = await services.engine.may_oversee(run, work.user, channel=work.channel or None)
     if not allowed:  # the same people who may read its audit trail
         ask = who_may(ids, first=mention(run.started_by))
-        await _tell(
-            work.response_url,
-            f"You may not see the status of run {inline_code(run.run_id)}; only its requester and "
-            f"approvers may. Ask {ask}.",
-        )
+        refusal = f"only its requester and approvers may. Ask {ask}." if ids else IN_ITS_CHANNEL
+        await _tell(work.response_url, f"You may not see the status of run {inline_code(run.run_id)}; {refusal}")
         return
     await _send(work.response_url, run_status(run=run, command=services.slack.command))
 

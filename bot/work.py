@@ -73,6 +73,7 @@ class CancelRun:
     run_id: str
     user: str
     response_url: str
+    channel: str = ""  # where the command was typed (a graph without approvers: only there)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +83,7 @@ class ShowAudit:
     run_id: str
     user: str
     response_url: str
+    channel: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +102,7 @@ class ShowStatus:
     run_id: str
     user: str
     response_url: str
+    channel: str = ""
 
 
 Work = StartRun | ListGraphs | Decide | PickUp | SweepRun | CancelRun | ShowAudit | ListRuns | ShowStatus

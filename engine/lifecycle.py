@@ -294,15 +294,15 @@ class RunEngine:
         with self._work():
             return await self._courier.deliver(saved, unposted={"notices"})
 
-    async def cancel(self, *, run_id: str, user: str) -> Cancelled:
+    async def cancel(self, *, run_id: str, user: str, channel: str | None = None) -> Cancelled:
         """End the run for ``user`` if they started it or may decide its asks (``engine.oversight``)."""
         with self._work():
-            return await self._oversight.cancel(run_id=run_id, user=user)
+            return await self._oversight.cancel(run_id=run_id, user=user, channel=channel)
 
-    async def may_oversee(self, run: Run, user: str) -> tuple[bool, tuple[str, ...]]:
+    async def may_oversee(self, run: Run, user: str, *, channel: str | None = None) -> tuple[bool, tuple[str, ...]]:
         """Whether ``user`` may cancel ``run`` and read its audit trail, and, when not,
         who may besides whoever started it."""
-        return await self._oversight.may_oversee(run, user)
+        return await self._oversight.may_oversee(run, user, channel=channel)
 
     def _claimable_as(self, run: Run) -> RunStatus | None:
         now = self._clock()

@@ -94,14 +94,14 @@ class Oversight:
         self._clock = clock
         self._policy = policy
 
-    async def cancel(self, *, run_id: str, user: str) -> Cancelled:
+    async def cancel(self, *, run_id: str, user: str, channel: str | None = None) -> Cancelled:
         for _ in range(CANCEL_ATTEMPTS):
             run = await in_thread(self._store.load, run_id, snapshot=False)
             if run is None:
                 return Cancelled(outcome=CancelOutcome.UNKNOWN)
             if run.status.terminal:
                 return Cancelled(outcome=CancelOutcome.FINISHED, status=run.status.value)
-            allowed, who = await self.may_oversee(run, user)
+            allowed, who = await self.may_oversee(run, user, channel=channel)
             if not allowed:
                 return Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=who)
             if run.cancelled_by:
@@ -126,8 +126,14 @@ class Oversight:
             return Cancelled(outcome=CancelOutcome.CANCELLED)
         return Cancelled(outcome=CancelOutcome.BUSY)  # nothing was written: try again
 
-    async def may_oversee(self, run: Run, user: str) -> tuple[bool, tuple[str, ...]]:
+    async def may_oversee(self, run: Run, user: str, *, channel: str | None) -> tuple[bool, tuple[str, ...]]:
+        """Whether ``user``, acting from ``channel``, may; and when not, who may besides the
+        requester. A graph without approvers lets anyone *in the run's channel* decide, so
+        it lets them oversee the run only from that channel: a run id alone (pasted into a
+        DM or another channel) shows nothing to someone who cannot see the run."""
         ids = overseer_ids([deciders(a) for a in run.asks.values()], self._policy(run.graph))
-        if user == run.started_by or ids is None or user in ids:
+        if user == run.started_by or (ids is not None and user in ids):
             return True, ()
+        if ids is None:
+            return bool(channel) and channel == run.channel, ()
         return bool(await groups_of(self._directory, user, ids)), ids

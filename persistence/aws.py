@@ -37,8 +37,9 @@ _CHANNEL_GSI: Any = {
         {"AttributeName": "channel", "KeyType": "HASH"},
         {"AttributeName": "created_at", "KeyType": "RANGE"},
     ],
-    # Keys only: neither key changes after the create, so no later write of the run
-    # touches this index; a listing reads the runs it names (without their state).
+    # Keys only: neither key changes after the create (a run whose announcement failed
+    # loses its channel, and with it its entry), so later writes of a run leave this index
+    # alone; a listing reads the runs it names (without their state).
     "Projection": {"ProjectionType": "KEYS_ONLY"},
 }
 

@@ -37,6 +37,7 @@ record the final message.
 from __future__ import annotations
 
 import contextlib
+import random
 import secrets
 import time
 from dataclasses import replace
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
+_BATCH_ATTEMPTS = 5  # BatchGetItem rounds for keys left unprocessed
 _DECIDE_ATTEMPTS = 4  # a vote, then the approval it turned out to be, with a race or two
 INLINE_STATE_LIMIT = 2 * 1024  # encoded bytes kept in the record: less than a request's worth
 _READ_ATTEMPTS = 3
@@ -528,6 +530,7 @@ class DynamoRunStore:
 
     @aws.mapped
     def recent(self, *, channel: str, limit: int = 20) -> list[Run]:
+        limit = max(1, min(limit, 100))  # BatchGetItem takes at most 100 keys
         # One query of the keys-only channel index, then one BatchGetItem of those run
         # records (without their state): two requests, whatever the size of the table.
         got = self._ddb.query(
@@ -541,11 +544,17 @@ class DynamoRunStore:
         )
         keys = [{"pk": item["pk"], "sk": item["sk"]} for item in got.get("Items", [])]
         runs: list[Run] = []
-        while keys:
+        for attempt in range(_BATCH_ATTEMPTS):
+            if not keys:
+                break
+            if attempt:  # keys DynamoDB left unprocessed (throttled): back off, as its docs ask
+                time.sleep(0.05 * 2**attempt * random.uniform(0.5, 1.5))
             request: Any = {self._table: {"Keys": keys, "ConsistentRead": False, **items.run_projection()}}
             batch: Any = self._ddb.batch_get_item(RequestItems=request)
             runs += [items.run_from_item(item) for item in batch.get("Responses", {}).get(self._table, [])]
             keys = list(batch.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
+        if keys:
+            raise StoreUnavailable(f"listing {channel}: {len(keys)} runs left unread after {_BATCH_ATTEMPTS} tries")
         return sorted(runs, key=lambda r: r.created_at, reverse=True)
 
     @aws.mapped

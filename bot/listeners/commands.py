@@ -110,11 +110,17 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
         if parsed.action == "list":
             work = ListGraphs(response_url=response_url)
         elif parsed.action == "cancel":
-            work = CancelRun(run_id=parsed.run_id, user=command["user_id"], response_url=response_url)
+            work = CancelRun(
+                run_id=parsed.run_id, user=command["user_id"], response_url=response_url, channel=command["channel_id"]
+            )
         elif parsed.action == "audit":
-            work = ShowAudit(run_id=parsed.run_id, user=command["user_id"], response_url=response_url)
+            work = ShowAudit(
+                run_id=parsed.run_id, user=command["user_id"], response_url=response_url, channel=command["channel_id"]
+            )
         elif parsed.action == "status":
-            work = ShowStatus(run_id=parsed.run_id, user=command["user_id"], response_url=response_url)
+            work = ShowStatus(
+                run_id=parsed.run_id, user=command["user_id"], response_url=response_url, channel=command["channel_id"]
+            )
         elif parsed.action == "runs":
             work = ListRuns(channel=command["channel_id"], user=command["user_id"], response_url=response_url)
         else:

@@ -121,12 +121,12 @@ class FakeEngine:
     start_error: Exception | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
 
-    async def cancel(self, *, run_id: str, user: str) -> Cancelled:
+    async def cancel(self, *, run_id: str, user: str, channel: str | None = None) -> Cancelled:
         self.calls.append(("cancel", (run_id, user)))
         assert self.cancelled is not None
         return self.cancelled
 
-    async def may_oversee(self, run: Run, user: str) -> tuple[bool, tuple[str, ...]]:
+    async def may_oversee(self, run: Run, user: str, *, channel: str | None = None) -> tuple[bool, tuple[str, ...]]:
         self.calls.append(("may_oversee", (run.run_id, user)))
         return self.oversee
 
@@ -207,7 +207,7 @@ def make_ask(**changes: Any) -> Ask:
             Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=("U0BOB", "S0OPS", "<!channel>")),
             "Ask whoever started it, <@U0BOB> or <!subteam^S0OPS>.",
         ),
-        (Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=None), "Ask whoever started it."),
+        (Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=None), "type the command in that channel"),
     ],
     ids=lambda v: v.outcome.value if isinstance(v, Cancelled) else "",
 )
@@ -218,12 +218,12 @@ async def test_cancel_tells_one_line_per_outcome(sent: list[Sent], cancelled: Ca
     assert len(sent) == 1 and sent[0].response_type == "ephemeral" and sent[0].url == URL
     assert expected in sent[0].text and "\n" not in sent[0].text
     assert_harmless(sent[0].text)
-    assert "channel" not in sent[0].text
+    assert "<!channel>" not in sent[0].text
 
 
 async def test_a_failing_cancel_is_told_not_raised(sent: list[Sent]) -> None:
     class Broken(FakeEngine):
-        async def cancel(self, *, run_id: str, user: str) -> Cancelled:
+        async def cancel(self, *, run_id: str, user: str, channel: str | None = None) -> Cancelled:
             raise RuntimeError("store down")
 
     await perform(CancelRun(run_id=RUN, user="U0CAROL", response_url=URL), services=services(Broken()))

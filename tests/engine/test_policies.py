@@ -236,3 +236,14 @@ async def test_repeated_refused_clicks_add_one_line_to_the_trail(store, publishe
     refused = [e for e in stored.audit if e.kind == "refused"]
     assert len([e for e in refused if e.by == "U0MALLORY"]) == 1
     assert len(refused) == 20 and [e.kind for e in stored.audit][:2] == ["started", "asked"]
+
+
+async def test_without_approvers_only_the_runs_channel_may_oversee_it(store, publisher, directory) -> None:
+    engine = engine_at(store, publisher, directory)
+    run = await engine.start(graph="guarded-write", task="t", user="U0REQ", channel="C1")
+    assert await engine.may_oversee(run, "U0ANYONE", channel="C1") == (True, ())
+    assert await engine.may_oversee(run, "U0ANYONE", channel="C2") == (False, ())
+    assert await engine.may_oversee(run, "U0ANYONE", channel=None) == (False, ())
+    assert await engine.may_oversee(run, "U0REQ", channel="D0DM") == (True, ()), "the requester, from anywhere"
+    refused = await engine.cancel(run_id=run.run_id, user="U0ANYONE", channel="C2")
+    assert refused.outcome is CancelOutcome.NOT_ALLOWED and refused.allowed == ()

@@ -72,3 +72,30 @@ def test_a_corrupt_sqlite_file_is_broken(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError):
         sqlite_store.SqliteRunStore(str(path)).load("anything")
+
+
+def test_a_listing_whose_runs_stay_unprocessed_backs_off_then_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BatchGetItem answers 200 with keys left unprocessed when throttled: botocore does not
+    retry those, so the store does, with a backoff, a few times, then says so."""
+    from persistence import dynamodb
+    from persistence.dynamodb import DynamoRunStore
+
+    key = {"pk": {"S": "run#r1"}, "sk": {"S": "run"}}
+
+    class Throttled:
+        calls = 0
+
+        def query(self, **kwargs: object) -> dict[str, object]:
+            return {"Items": [key]}
+
+        def batch_get_item(self, **kwargs: object) -> dict[str, object]:
+            Throttled.calls += 1
+            return {"Responses": {}, "UnprocessedKeys": {"t": {"Keys": [key]}}}
+
+    sleeps: list[float] = []
+    monkeypatch.setattr(dynamodb.time, "sleep", sleeps.append)
+    store = DynamoRunStore("t", client=Throttled())  # type: ignore[arg-type]
+    with pytest.raises(StoreUnavailable):
+        store.recent(channel="C1")
+    assert Throttled.calls == dynamodb._BATCH_ATTEMPTS and len(sleeps) == dynamodb._BATCH_ATTEMPTS - 1
+    assert all(s > 0 for s in sleeps), "every retry waited"

@@ -58,7 +58,7 @@ def test_help_and_usage_name_the_new_subcommands() -> None:
     ("text", "work"),
     [
         ("runs", ListRuns(channel="C1", user="U0ALICE", response_url="https://x/y")),
-        (f"status `{RUN}`", ShowStatus(run_id=RUN, user="U0ALICE", response_url="https://x/y")),
+        (f"status `{RUN}`", ShowStatus(run_id=RUN, user="U0ALICE", response_url="https://x/y", channel="C1")),
     ],
 )
 async def test_the_listener_hands_off_the_work(text: str, work: Work) -> None:

@@ -108,8 +108,8 @@ async def run_command(text: str, handoff: FakeHandoff) -> Acks:
 @pytest.mark.parametrize(
     ("text", "work"),
     [
-        (f"cancel {RUN}", CancelRun(run_id=RUN, user="U0ALICE", response_url="https://x/y")),
-        (f"audit `{RUN}`", ShowAudit(run_id=RUN, user="U0ALICE", response_url="https://x/y")),
+        (f"cancel {RUN}", CancelRun(run_id=RUN, user="U0ALICE", response_url="https://x/y", channel="C1")),
+        (f"audit `{RUN}`", ShowAudit(run_id=RUN, user="U0ALICE", response_url="https://x/y", channel="C1")),
     ],
 )
 async def test_the_listener_hands_off_the_work(text: str, work: Work) -> None:
