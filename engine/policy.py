@@ -137,13 +137,6 @@ class Policy:
             asks=dict(asks or {}),
         )
 
-    def groups(self) -> frozenset[str]:
-        """Every user-group id the policy names (to resolve members before a decision)."""
-        ids = [*(self.approvers or ()), *(self.starters or ()), *self.escalate_to]
-        for override in self.asks.values():
-            ids += [*(override.approvers or ()), *(override.escalate_to or ())]
-        return frozenset(i for i in ids if GROUP_ID.match(i))
-
     def rules_for(self, *, name: str, tool: str | None, now: float, default_expires_after: float) -> AskRules:
         """The terms an ask raised now gets: the graph's, with its override applied."""
         override = (self.asks.get(tool) if tool else None) or self.asks.get(name) or AskPolicy()
@@ -262,15 +255,6 @@ def final_vote(ask: Ask, decision: Decision) -> bool:
 
 def may_start(policy: Policy, user: str, *, member_of: frozenset[str]) -> bool:
     return policy.starters is None or user in policy.starters or bool(member_of & set(policy.starters))
-
-
-def may_oversee(run: Run, user: str, *, member_of: frozenset[str], policy: Policy | None) -> bool:
-    """Who may cancel a run and read its audit trail: whoever started it, and anyone who
-    may decide one of its asks (or, before it asked anything, the graph's approvers)."""
-    if user == run.started_by:
-        return True
-    sets = [deciders(a) for a in run.asks.values()] or [policy.approvers if policy else None]
-    return any(s is None or user in s or bool(member_of & set(s)) for s in sets)
 
 
 def _check_terms(terms: AskPolicy) -> None:
