@@ -17,7 +17,7 @@ from slack_bolt.authorization import AuthorizeResult
 
 from bot.edge import SlackEdge
 from bot.handoff import Handoff
-from bot.listeners import actions, commands, edits, fallback, views
+from bot.listeners import actions, commands, edits, events, fallback, views
 from bot.services import Services
 from bot.slack_client import web_client
 
@@ -65,6 +65,7 @@ def build_app(services: Services, *, handoff: Handoff, process_before_response: 
     actions.register(app, services=services, handoff=handoff)
     views.register(app, services=services, handoff=handoff)
     edits.register(app, services=services, handoff=handoff)
+    events.register(app, handoff=handoff)
     fallback.register(app)  # last: Bolt runs the first listener that matches
     return app
 

@@ -33,6 +33,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "DELIVERY_GRACE_SECONDS": "seconds before the sweeper delivers what another process owes Slack (default 60)",
     "ASK_EXPIRES_AFTER": "seconds an ask waits when its graph sets no expires_after (default 259200, 3 days)",
     "RUN_RETENTION_DAYS": "days a finished run is kept before it is deleted (default 30)",
+    "LIVE_PROGRESS": "a run's status message: stream (Slack's streaming surface, else edits), update, off",
     "LOG_LEVEL": "DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
     "LOG_LEVEL*": "DEBUG, INFO, WARNING (default here), ERROR or CRITICAL",
 }
@@ -49,7 +50,7 @@ _STORE: Final = (
     "AWS_ENDPOINT_URL_S3",
 )
 # What the engine of serve, socket and sweep reads besides the store and the graphs.
-_ENGINE: Final = ("LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "ASK_EXPIRES_AFTER", "RUN_RETENTION_DAYS")
+_ENGINE: Final = ("LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "ASK_EXPIRES_AFTER", "RUN_RETENTION_DAYS", "LIVE_PROGRESS")
 
 READS: Final[dict[str, tuple[str, ...]]] = {
     "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL"),

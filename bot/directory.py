@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TTL = 60.0
 MAX_STALE = 900.0  # seconds members last read from Slack may stand in while it fails
+MAX_CHANNEL_PAGES = 5  # of 200 channels: the channels one person's inbox looks in
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,8 @@ class _Seen:
 
 
 class SlackDirectory:
-    """``engine.policy.Directory`` over Slack's user groups, briefly cached."""
+    """``engine.policy.Directory`` over Slack's user groups, briefly cached; also the
+    groups and channels one person is in (``engine.inbox.Memberships``), for their inbox."""
 
     def __init__(
         self, client: AsyncWebClient, ttl: float = DEFAULT_TTL, *, clock: Callable[[], float] = time.monotonic
@@ -45,6 +47,43 @@ class SlackDirectory:
         self._seen: dict[str, _Seen] = {}
         self._pending: dict[str, asyncio.Task[frozenset[str]]] = {}
         self._warned: set[str] = set()
+        self._all_groups: tuple[float, dict[str, frozenset[str]]] | None = None
+        self._channels: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def groups_of(self, user: str) -> frozenset[str]:
+        """The user groups ``user`` is in: one ``usergroups.list`` for all groups, cached."""
+        if self._all_groups is None or self._clock() - self._all_groups[0] >= self._ttl:
+            response = await self._client.usergroups_list(include_users=True)
+            groups = {
+                str(g["id"]): frozenset(str(u) for u in g.get("users") or ())
+                for g in response.get("usergroups") or ()
+                if isinstance(g, dict) and g.get("id")
+            }
+            self._all_groups = (self._clock(), groups)
+        return frozenset(group for group, members in self._all_groups[1].items() if user in members)
+
+    async def channels_of(self, user: str) -> frozenset[str]:
+        """The channels ``user`` is in that the bot can see (``users.conversations``), cached."""
+        seen = self._channels.get(user)
+        if seen is not None and self._clock() - seen[0] < self._ttl:
+            return seen[1]
+        channels: set[str] = set()
+        cursor = None
+        for _ in range(MAX_CHANNEL_PAGES):
+            page = await self._client.users_conversations(
+                user=user,
+                types="public_channel,private_channel",
+                exclude_archived=True,
+                limit=200,
+                **({"cursor": cursor} if cursor else {}),
+            )
+            channels.update(str(c["id"]) for c in page.get("channels") or () if isinstance(c, dict) and c.get("id"))
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                break
+        found = frozenset(channels)
+        self._channels[user] = (self._clock(), found)
+        return found
 
     async def members(self, group: str) -> frozenset[str]:
         """The user ids in ``group``; cached for ``ttl`` seconds, stale while Slack fails.

@@ -42,6 +42,7 @@ class Kind(enum.Enum):
     BLOCK_ACTIONS = "block_actions"
     VIEW_SUBMISSION = "view_submission"
     URL_VERIFICATION = "url_verification"
+    HOME_OPENED = "app_home_opened"
     IGNORED = "ignored"
 
 
@@ -81,9 +82,24 @@ def inspect(body: object, *, command: str) -> Inspection:
             return Inspection(kind=Kind.URL_VERIFICATION)
         if kind in ("block_actions", "view_submission"):
             return _interaction(body, kind)
+        if kind == "event_callback":
+            return _event(body)
         return Inspection.ignore(kind[:40])
     except _Bad as bad:
         return Inspection.refuse(str(bad))
+
+
+def _event(body: Mapping[str, Any]) -> Inspection:
+    """Events API envelopes: only ``app_home_opened`` is handled; every other event is acked."""
+    event = _object(body, "event", required=True)
+    if event.get("type") != "app_home_opened" or event.get("tab", "home") != "home":
+        return Inspection.ignore(f"event {str(event.get('type'))[:40]} ({str(event.get('tab'))[:20]})")
+    _id(event, "user", USER_ID, required=True, where="event")
+    for key in ("tab", "channel", "event_ts"):
+        _text(event, key, limit=_MAX_SHORT, where="event")
+    for key in ("team_id", "api_app_id", "event_id", "token"):
+        _text(body, key, limit=_MAX_SHORT)
+    return Inspection(kind=Kind.HOME_OPENED)
 
 
 def _command(body: Mapping[str, Any], *, expected: str) -> Inspection:

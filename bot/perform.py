@@ -12,6 +12,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from bot.listeners.outcomes import counted_text, loser_text
 from bot.render import messages
 from bot.render.audit import audit_trail, who_may
+from bot.render.home import pending_list
 from bot.render.listings import MAX_RUNS, run_list, run_status
 from bot.render.mrkdwn import Rendered, inline_code, mention
 from bot.services import Services
@@ -19,9 +20,11 @@ from bot.work import (
     CancelRun,
     Decide,
     ListGraphs,
+    ListPending,
     ListRuns,
     PickUp,
     ShowAudit,
+    ShowHome,
     ShowStatus,
     StartRun,
     Work,
@@ -30,7 +33,7 @@ from bot.work import (
 from engine import DecideResult, PublishError, UnknownGraph
 from engine.oversight import Cancelled, CancelOutcome
 from engine.ports import StartRefused
-from engine.records import Decision
+from engine.records import Ask, Decision, Run
 from engine.store import RunExists
 from engine.threads import in_thread
 
@@ -60,6 +63,10 @@ async def perform(work: Work, *, services: Services) -> None:
             await _send(work.response_url, run_list(runs=runs, command=services.slack.command))
         elif isinstance(work, ShowStatus):
             await _show_status(work, services=services)
+        elif isinstance(work, ShowHome):
+            await services.views.opened(work.user)
+        elif isinstance(work, ListPending):
+            await _list_pending(work, services=services)
         elif isinstance(work, PickUp):
             await engine.pick_up(work.run_id)
         else:
@@ -71,6 +78,8 @@ async def perform(work: Work, *, services: Services) -> None:
             await _tell(work.response_url, failed)
         elif isinstance(work, ListRuns):
             await _tell(work.response_url, "Listing this channel's runs failed just now; try again in a moment.")
+        elif isinstance(work, ListPending):
+            await _tell(work.response_url, "Listing what waits for you failed just now; try again in a moment.")
 
 
 async def _decide(work: Decide, *, services: Services) -> None:
@@ -81,11 +90,37 @@ async def _decide(work: Decide, *, services: Services) -> None:
     if not result.accepted:
         if _delivered_again(result, work.decision):
             return  # this very click, delivered again (Lambda delivers at least once)
-        await _tell(work.response_url, loser_text(result))
+        await _answer(work, loser_text(result), services=services)
         return
     if result.counted:
-        await _tell(work.response_url, counted_text(result))
+        await _answer(work, counted_text(result), services=services)
     await engine.follow_up(result)
+
+
+async def _answer(work: Decide, text: str, *, services: Services) -> None:
+    """Tell the clicker: ephemeral under the card, or at the top of their Home tab."""
+    if work.where == "home":
+        await services.views.publish(work.decision.user, note=text)
+    else:
+        await _tell(work.response_url, text)
+
+
+async def _list_pending(work: ListPending, *, services: Services) -> None:
+    waiting = await services.inbox.waiting_for(work.user)
+    try:
+        await services.workspace.identity()
+        workspace = services.workspace
+
+        def link(run: Run, ask: Ask | None) -> str | None:
+            if ask is not None and ask.card is not None:
+                return workspace.link(ask.card, thread_ts=run.thread.ts if run.thread else None)
+            return None
+    except Exception:  # links are a convenience
+
+        def link(run: Run, ask: Ask | None) -> str | None:
+            return None
+
+    await _send(work.response_url, pending_list(waiting=waiting, link=link, command=services.slack.command))
 
 
 def _delivered_again(result: DecideResult, decision: Decision) -> bool:

@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.metadata import Metadata
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot.progress import Pacer, SlackLiveProgress, StreamSupport
 from bot.render import cards, messages
+from bot.render import progress as progress_view
 from bot.render.cards import Rendered
-from engine.ports import FINAL, PublishError
+from bot.workspace import Workspace
+from engine.ports import FINAL, PROGRESS, PublishError
 from engine.records import Ask, AskStatus, MessageRef, Run, RunStatus
+
+if TYPE_CHECKING:
+    from bot.home import RunViews
 
 logger = logging.getLogger(__name__)
 
@@ -32,15 +38,72 @@ _LOOKUP_PAGES = 10  # of 200 messages: a run's thread, or the channel since the 
 
 
 class SlackPublisher:
-    def __init__(self, *, client: AsyncWebClient) -> None:
+    def __init__(
+        self,
+        *,
+        client: AsyncWebClient,
+        workspace: Workspace | None = None,
+        streaming: bool = True,
+        views: RunViews | None = None,
+    ) -> None:
         self._client = client
-        self._bot_id: str | None = None
+        self.workspace = workspace or Workspace(client=client)
+        self._streams = StreamSupport(enabled=streaming)
+        self._pacer = Pacer()
+        self._views = views  # App Home, refreshed when a run changes for its viewers
 
     async def _own_bot_id(self) -> str:
         """This bot's id, asked of Slack once: only its own messages may pass for the bot's."""
-        if self._bot_id is None:
-            self._bot_id = str((await self._client.auth_test()).get("bot_id") or "")
-        return self._bot_id
+        return (await self.workspace.identity()).bot_id
+
+    # -- progress (engine.ports.ProgressPublisher) ---------------------------------------------
+
+    def live_progress(self, *, run: Run) -> SlackLiveProgress:
+        async def team_id() -> str:
+            return (await self.workspace.identity()).team_id
+
+        return SlackLiveProgress(
+            client=self._client,
+            run=run,
+            support=self._streams,
+            team_id=team_id,
+            metadata=_metadata(run, PROGRESS),
+            pacer=self._pacer,
+        )
+
+    async def update_progress(self, *, run: Run) -> MessageRef:
+        """Make the status message show the saved progress: edit it, or post it if it has none."""
+        assert run.progress is not None
+        await self._links_ready()
+        thread = _thread_of(run)
+        message = progress_view.status_message(
+            run=run, nodes=run.progress.nodes, link=lambda ask: self._card_link(run, ask)
+        )
+        ref = run.progress.message
+        if ref is None:
+            return await self._post(
+                run=run, what=PROGRESS, channel=thread.channel, thread_ts=thread.ts, message=message
+            )
+        await self._pacer.turn(ref.ts)  # the live view may have edited it a moment ago
+        await self._client.chat_update(
+            channel=ref.channel, ts=ref.ts, text=message.text, blocks=message.blocks, metadata=_metadata(run, PROGRESS)
+        )
+        return ref
+
+    async def run_changed(self, *, run: Run) -> None:
+        if self._views is not None:
+            await self._views.run_changed(run)
+
+    async def _links_ready(self) -> None:
+        try:
+            await self.workspace.identity()
+        except Exception:  # links are a convenience: the message goes out without them
+            logger.info("auth.test failed; the status message links to nothing this time")
+
+    def _card_link(self, run: Run, ask: Ask) -> str | None:
+        if ask.card is None:
+            return None
+        return self.workspace.link(ask.card, thread_ts=run.thread.ts if run.thread else None)
 
     async def run_started(self, *, run: Run, channel: str) -> MessageRef:
         try:

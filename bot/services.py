@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -20,8 +21,12 @@ from bot.slack_client import web_client
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
+    from bot.directory import SlackDirectory
+    from bot.home import RunViews
     from bot.settings import Settings
+    from bot.workspace import Workspace
     from engine import RunEngine
+    from engine.inbox import Inbox
     from engine.policy import Policy
     from engine.store import RunStore
 
@@ -143,20 +148,56 @@ class Services:
         return GraphCatalog(extra_modules=self.settings.graph_modules, examples=self.settings.example_graphs)
 
     @cached_property
-    def engine(self) -> RunEngine:
+    def directory(self) -> SlackDirectory:
         from bot.directory import SlackDirectory
+
+        return SlackDirectory(client=self.client)
+
+    @cached_property
+    def workspace(self) -> Workspace:
+        from bot.workspace import Workspace
+
+        return Workspace(client=self.client)
+
+    @cached_property
+    def inbox(self) -> Inbox:
+        from engine.inbox import Inbox
+
+        return Inbox(store=self.store, directory=self.directory, clock=time.time)
+
+    @cached_property
+    def views(self) -> RunViews:
+        """App Home tabs: published on open, refreshed when a run changes for their owners."""
+        from bot.home import RunViews
+
+        return RunViews(
+            client=self.client,
+            store=self.store,
+            inbox=self.inbox,
+            directory=self.directory,
+            workspace=self.workspace,
+            command=self.slack.command,
+        )
+
+    @cached_property
+    def engine(self) -> RunEngine:
         from bot.publisher import SlackPublisher
         from engine import RunEngine
 
+        live = self.settings.live_progress
+        publisher = SlackPublisher(
+            client=self.client, workspace=self.workspace, streaming=live == "stream", views=self.views
+        )
         return RunEngine(
             store=self.store,
             graphs=self.graphs,
-            publisher=SlackPublisher(client=self.client),
+            publisher=publisher,
             owner=self._owner,
             lease_seconds=self.settings.lease_seconds,
-            directory=SlackDirectory(client=self.client),
+            directory=self.directory,
             default_expires_after=self.settings.ask_expires_after,
             retention_seconds=self.settings.run_retention_days * 86400,
+            progress=live != "off",
         )
 
 

@@ -60,8 +60,11 @@ class Settings(BaseSettings):
     )
     # How long a finished run is kept (DynamoDB: its TTL; SQLite: the sweeper purges it).
     run_retention_days: float = Field(default=30.0, alias="RUN_RETENTION_DAYS", gt=0, allow_inf_nan=False)
+    # A run's status message: streamed where Slack can (else edited in place), edited in
+    # place only, or none at all.
+    live_progress: Literal["stream", "update", "off"] = Field(default="stream", alias="LIVE_PROGRESS")
 
-    @field_validator("graph_model", mode="before")
+    @field_validator("graph_model", "live_progress", mode="before")
     @classmethod
     def _model_choice(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
@@ -107,6 +110,7 @@ _SHAPES: Final[dict[str, tuple[str, str, str]]] = {
     "DELIVERY_GRACE_SECONDS": ("a number of seconds, more than 0", "60", "60"),
     "ASK_EXPIRES_AFTER": ("a number of seconds, more than 0", "86400", f"{DEFAULT_EXPIRES_AFTER:g}"),
     "RUN_RETENTION_DAYS": ("a number of days, more than 0", "30", "30"),
+    "LIVE_PROGRESS": ("stream, update or off", "update", "stream"),
 }
 _MISSING: Final[dict[str, str]] = {
     "SLACK_BOT_TOKEN": "the app's bot token, xoxb-…, from OAuth & Permissions",

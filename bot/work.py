@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
-from bot.payloads import CHANNEL_ID
+from bot.payloads import CHANNEL_ID, USER_ID
 from engine.records import Decision, MessageRef
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,7 @@ class Decide:
     decision: Decision
     card: MessageRef | None
     response_url: str
+    where: str = "card"  # "home": clicked in App Home, where the outcome is shown (no response_url)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +106,34 @@ class ShowStatus:
     channel: str = ""
 
 
-Work = StartRun | ListGraphs | Decide | PickUp | SweepRun | CancelRun | ShowAudit | ListRuns | ShowStatus
+@dataclass(frozen=True, kw_only=True)
+class ShowHome:
+    """``app_home_opened``: publish this person's Home tab."""
+
+    user: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListPending:
+    """``/graph pending``: the asks this person may decide, to them."""
+
+    user: str
+    response_url: str
+
+
+Work = (
+    StartRun
+    | ListGraphs
+    | Decide
+    | PickUp
+    | SweepRun
+    | CancelRun
+    | ShowAudit
+    | ListRuns
+    | ShowStatus
+    | ShowHome
+    | ListPending
+)
 _KINDS: Final[dict[str, type[Work]]] = {
     "start": StartRun,
     "list": ListGraphs,
@@ -116,6 +144,8 @@ _KINDS: Final[dict[str, type[Work]]] = {
     "audit": ShowAudit,
     "runs": ListRuns,
     "status": ShowStatus,
+    "home": ShowHome,
+    "pending": ListPending,
 }
 _KIND_OF: Final = {cls: kind for kind, cls in _KINDS.items()}
 
@@ -170,6 +200,10 @@ def from_wire(data: object) -> Work:
         raise ValueError(f"malformed {data['kind']} work: not a run id or no user")
     if isinstance(work, ListRuns) and (not CHANNEL_ID.fullmatch(work.channel) or not work.user):
         raise ValueError(f"malformed {data['kind']} work: not a channel id or no user")
+    if isinstance(work, ShowHome | ListPending) and not USER_ID.fullmatch(work.user):
+        raise ValueError(f"malformed {data['kind']} work: not a user id")
+    if isinstance(work, Decide) and work.where not in ("card", "home"):
+        raise ValueError(f"malformed {data['kind']} work: clicked where?")
     return work
 
 

@@ -2,10 +2,14 @@
 
 A person at the demo's prompt is a Slack user: a slash command becomes a signed request
 to the bot, ``approve 1`` clicks the button on card 1, ``reply 1 text`` clicks Reply and
-submits the modal the bot opens. Mistakes are answered in one line and never reach the
-bot when Slack itself would not have let them through (a button the card no longer has,
-a Reply without text); everything else does, and what the bot refuses is shown as the
-bot said it.
+submits the modal the bot opens. ``home`` opens their App Home tab, and ``home approve
+1`` clicks on ask 1 there. Mistakes are answered in one line and never reach the bot
+when Slack itself would not have let them through (a button the card no longer has, a
+Reply without text); everything else does, and what the bot refuses is shown as the bot
+said it.
+
+A run's messages are labelled with its number (``run 1``); its status message is shown
+whole once and then one line per change (``demo.progress``).
 """
 
 from __future__ import annotations
@@ -14,13 +18,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID, TEXT_MAX_LENGTH
+from bot.publisher import ANNOUNCEMENT
 from demo.console import Console
-from demo.mrkdwn import plain
+from demo.forms import fill_form, numbered, text_fits
+from demo.home import HomeTabs
+from demo.progress import StatusBoard, is_status
 from demo.terminal import buttons_of, render_message
 from localslack import LocalSlack, LocalSlackUser
 
 CHANNEL = "C0DEMO"
+CHANNELS = {CHANNEL: "demo"}
 # Who is in the demo channel: you, who start runs, and two teammates who approve them.
 # ``graph_defs.examples.payout`` names alice and bob as its approvers by these ids.
 YOU = "U0YOU"
@@ -30,15 +37,13 @@ HELP = """\
 Start a run:    /graph run deploy billing 1.2.3   (/graph list, /graph help)
 Answer card N:  approve N | reject N [reason] | reply N <text>
                 trust N | retry N | edit N {json}
+Your Home tab:  home shows what waits for you, as ask 1, 2, …; answer there:
+                home approve N | home reject N [reason] | home reply N <text>
 Switch user:    as alice | as bob | as you   (as alone: who is who)
 Who decides:    anyone but whoever started the run (they may only reject):
                 start as you, approve as alice. /graph run payout 900 EUR
                 to acme needs both alice and bob.
-Also:           cards | help | quit (or Ctrl-D)"""
-MODAL_TIMEOUT = 10.0
-_MAX_DIGITS = 6  # a card number longer than this is no card number
-# What a reply, a reason or an edited input is called in the one line saying it is too long.
-_TEXT_NAMES = {"reply": "a reply", "reject": "a reason", "edit": "the new input"}
+Also:           cards | /graph pending | help | quit (or Ctrl-D)"""
 # The metadata ``what`` of a run's last message (engine.ports.FINAL; the demo imports only
 # bot and localslack, and tests/demo checks the two agree).
 FINAL = "final"
@@ -58,10 +63,13 @@ class DemoSession:
         self.command = command
         self.acting = YOU
         self.cards: list[tuple[str, str]] = []  # (channel, ts), numbered from 1
+        self.runs: list[tuple[str, str]] = []  # each run's announcement (channel, ts), numbered from 1
         self.started: set[str] = set()  # run ids, from the bot's message metadata
         self.ended: set[str] = set()
         self.updated = 0  # card updates seen
         self.notices = 0  # private messages seen (a command's answer, a refused click)
+        self.status = StatusBoard(user_name=self.name)
+        self.homes = HomeTabs(slack=slack, user=user, console=console, name=self.name)
         self.last_change = time.monotonic()
         slack.on_change.append(self._on_change)
 
@@ -69,8 +77,9 @@ class DemoSession:
     def prompt(self) -> str:
         return f"@{self.name(self.acting)} in #demo> "
 
-    def name(self, user_id: str) -> str:
-        return USERS.get(user_id, user_id)
+    def name(self, some_id: str) -> str:
+        """A user's name (or a channel's): what Slack shows for ``<@U…>`` and ``<#C…>``."""
+        return USERS.get(some_id) or CHANNELS.get(some_id) or some_id
 
     def summary(self) -> str:
         waiting = len(self.started - self.ended)
@@ -94,23 +103,59 @@ class DemoSession:
     async def _on_change(self, event: str, details: dict[str, Any]) -> None:
         self.last_change = time.monotonic()
         result = details.get("result") or {}
-        if event == "chat.postMessage" and result.get("ok"):
-            message = result["message"]
-            self._track(message)
-            if buttons_of(message):
-                self.cards.append((str(message["channel"]), str(message["ts"])))
-                self._show(message, f"card {len(self.cards)}")
+        params = details.get("params") or {}
+        if not result.get("ok"):
+            if event == "command_ack" and details.get("effect") in ("ephemeral", "in_channel"):
+                self._private(details.get("body"), None)
+            elif event == "response_url" and details.get("effect"):
+                self._responded(str(details["effect"]), details.get("body") or {}, str(details.get("url") or ""))
+            return
+        if event == "chat.postMessage":
+            self._posted(result["message"])
+        elif event in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
+            self._status_changed(str(result["channel"]), str(result["ts"]))
+        elif event == "chat.update":
+            channel, ts = str(result["channel"]), str(result["ts"])
+            status = self.status.knows(channel, ts) or is_status(result.get("message") or {})
+            if status and not self.number(channel, ts):
+                self._status_changed(channel, ts)
             else:
-                self._show(message, "bot")
-        elif event == "chat.update" and result.get("ok"):
-            self._updated(str(result["channel"]), str(result["ts"]))
-        elif event == "chat.postEphemeral" and result.get("ok"):
-            params = details.get("params") or {}
+                self._updated(channel, ts)
+        elif event == "chat.postEphemeral":
             self._private(params, str(params.get("user") or "") or None)
-        elif event == "command_ack" and details.get("effect") in ("ephemeral", "in_channel"):
-            self._private(details.get("body"), None)
-        elif event == "response_url" and details.get("effect"):
-            self._responded(str(details["effect"]), details.get("body") or {}, str(details.get("url") or ""))
+        elif event == "views.publish":
+            self.homes.published(str(params.get("user_id") or ""), result.get("view") or {}, acting=self.acting)
+
+    def _posted(self, message: Mapping[str, Any]) -> None:
+        self._track(message)
+        channel, ts = str(message["channel"]), str(message["ts"])
+        if buttons_of(message):
+            self.cards.append((channel, ts))
+            self._show(message, f"card {len(self.cards)}")
+        elif is_status(message):
+            self._status_changed(channel, ts)
+        else:
+            if _what(message) == ANNOUNCEMENT:
+                self.runs.append((channel, ts))
+            self._show(message, self._run_label(message) or "bot")
+
+    def _status_changed(self, channel: str, ts: str) -> None:
+        """A run's status message: whole the first time, then one line with what changed."""
+        message = self.slack.message(channel, ts) or {}
+        self._track(message)
+        label = f"{self._run_label(message) or 'run'} status"
+        if not self.status.knows(channel, ts):
+            self.status.first(channel, ts, message)
+            self._show(message, label)
+            return
+        changes = self.status.changes(channel, ts, message)
+        if changes:
+            self.console.note(f"{label}: {'; '.join(changes)}")
+
+    def _run_label(self, message: Mapping[str, Any]) -> str | None:
+        """``run N`` for a run's announcement and the replies in its thread."""
+        root = (str(message.get("channel")), str(message.get("thread_ts") or message.get("ts")))
+        return f"run {self.runs.index(root) + 1}" if root in self.runs else None
 
     def _responded(self, effect: str, body: Mapping[str, Any], url: str) -> None:
         # The post this is about: the one to this response_url (the latest, if it cannot be told).
@@ -161,13 +206,14 @@ class DemoSession:
             self._act_as(rest)
         elif verb == "cards":
             self._list_cards()
+        elif verb == "home":
+            await self.homes.command(rest, acting=self.acting, verbs=VERBS)
         elif verb in VERBS:
-            number, _, text = rest.partition(" ")
-            # isdecimal and isascii: "²" is a digit to str.isdigit, not to int().
-            if not (number.isdecimal() and number.isascii() and len(number) <= _MAX_DIGITS):
+            number, text = numbered(rest)
+            if number is None:
                 self.console.note(f"which card? e.g. {verb} 1" + (" <text>" if verb == "reply" else ""))
             else:
-                await self.answer(int(number), verb, text.strip() or None)
+                await self.answer(number, verb, text)
         else:
             self.console.note(f"{verb!r} is not a demo command; type help to see them")
         return True
@@ -216,44 +262,29 @@ class DemoSession:
             has = f"it has {', '.join(buttons)}" if buttons else "it was answered"
             self.console.note(f"card {number} has no {label} button ({has})")
             return
-        if verb == "reply" and not text:
-            self.console.note(f"type the reply after the card number: reply {number} <text>")
-            return
-        if verb == "edit" and not text:
-            self.console.note(f"type the new input after the card number, as JSON: edit {number} {{...}}")
-            return
-        if verb in _TEXT_NAMES and text and len(text) > TEXT_MAX_LENGTH:  # Slack would not let it be submitted
-            self.console.note(
-                f"{_TEXT_NAMES[verb]} can be at most {TEXT_MAX_LENGTH:,} characters"
-                f" (Slack's limit for a text box); yours has {len(text):,}"
-            )
+        if not text_fits(self.console, verb, text, typed=f"{verb} {number}", noun="card"):
             return
         before = {v["id"] for v in self.slack.open_views(self.acting)}
         response = await self.user.click(message=message, label=label, user_id=self.acting, channel_id=channel)
         if response.status != 200:
             self.console.note(f"the bot answered HTTP {response.status} to the click")
             return
-        if verb not in ("reply", "reject", "edit"):
-            return
-        # A modal the bot refused stays open (as in Slack), and a new views.open replaces it:
-        # so wait for a view that was not open before, not for one more view.
-        try:
-            view = await self.slack.wait_for(
-                lambda: next((v for v in self.slack.open_views(self.acting) if v["id"] not in before), None),
-                timeout=MODAL_TIMEOUT,
-                what=f"the {label} form to open",
-            )
-        except TimeoutError:
-            self.console.note(f"the bot opened no {label} form for card {number} within {MODAL_TIMEOUT:.0f} s")
-            return
-        values = {TEXT_BLOCK_ID: {TEXT_ACTION_ID: text or ""}}
-        submitted = await self.user.submit_view(view=view, values=values, user_id=self.acting)
-        errors = submitted.body.get("errors") if isinstance(submitted.body, dict) else None
-        if errors:
-            said = "; ".join(plain(str(e), user_name=self.name) for e in errors.values())
-            self.console.note(f"the bot refused it: {said} (card {number} still waits)")
-        elif submitted.status != 200:
-            self.console.note(f"the bot answered HTTP {submitted.status} to the form")
+        await fill_form(
+            slack=self.slack,
+            user=self.user,
+            console=self.console,
+            acting=self.acting,
+            name=self.name,
+            verb=verb,
+            text=text,
+            before=before,
+            what=f"card {number}",
+        )
+
+
+def _what(message: Mapping[str, Any]) -> object:
+    """What the bot's metadata says a message is (an ask key, the announcement, the end…)."""
+    return ((message.get("metadata") or {}).get("event_payload") or {}).get("what")
 
 
 def _count(n: int, noun: str) -> str:

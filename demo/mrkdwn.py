@@ -30,6 +30,16 @@ EMOJI = {
     "repeat": "🔁",
     "pencil2": "✏",
     "hourglass_flowing_sand": "⏳",
+    # A run's status message (node states), its Home tab and its listings.
+    "raised_hand": "✋",
+    "white_circle": "⚪",
+    "large_blue_circle": "🔵",
+    "information_source": "\u2139",  # INFORMATION SOURCE
+    "gear": "⚙",
+    "arrows_counterclockwise": "🔄",
+    "grey_question": "❔",
+    "bell": "🔔",
+    "rotating_light": "🚨",
 }
 _SGR = {"bold": "1", "dim": "2", "italic": "3", "strike": "9", "code": "36", "primary": "32", "danger": "31"}
 _ENTITY = re.compile(r"<([^<>\n]*)>")
@@ -57,7 +67,10 @@ Line = list[Run]
 
 
 def resolve(text: str, *, user_name: Callable[[str], str]) -> str:
-    """Mentions, links, dates and emoji resolved; entities still escaped (markers stay parseable)."""
+    """Mentions, links, dates and emoji resolved; entities still escaped (markers stay parseable).
+
+    ``user_name`` names a user id, and a channel id where it knows the channel (``<#C123>``).
+    """
     text = _ENTITY.sub(lambda m: _entity(m.group(1), user_name), text)
     return _SHORTCODE.sub(lambda m: EMOJI.get(m.group(1), m.group(0)), text)
 
@@ -66,8 +79,8 @@ def _entity(inner: str, user_name: Callable[[str], str]) -> str:
     target, _, label = inner.partition("|")
     if target.startswith("@"):  # <@U123> or <@U123|name>
         return "@" + (label.lstrip("@") or user_name(target[1:]))
-    if target.startswith("#"):  # <#C123|general>
-        return "#" + (label or target[1:])
+    if target.startswith("#"):  # <#C123|general>, or <#C123>: its name, where the demo knows it
+        return "#" + (label or user_name(target[1:]))
     if target.startswith("!"):  # <!subteam^S1|@group>, <!here>, <!date^…|fallback>
         return label or ("@" + target[1:].split("^")[0])
     if not label or label == target:

@@ -4,7 +4,7 @@ Nothing is mocked between the keyboard and the graph: typed commands become sign
 HTTP requests to the bot's real aiohttp server, the bot answers through the real Web
 API client into ``LocalSlack``, runs are stored in the embedded SQLite store, and the
 graphs run on Strands with the offline scripted model. Cards are printed as they
-arrive; answer them by number.
+arrive; answer them by number, in the channel or from your App Home tab (``home``).
 
 The session survives its person: a line that goes wrong is reported in one line and the
 prompt comes back. It ends with ``quit``, Ctrl-D or a closed terminal window (SIGHUP:
@@ -42,6 +42,10 @@ T = TypeVar("T")
 INTERRUPTED = 130  # exit status after Ctrl-C, as a shell reports a program ended by SIGINT
 SETTLE_SECONDS = 0.3  # after a typed line, what the bot says within this is shown before the prompt
 SETTLE_LIMIT = 2.0
+# A walk-through step is over when the bot has said nothing for this long: longer than its
+# pace for editing a run's status message (bot.progress.UPDATE_INTERVAL, one second), which
+# a run still going keeps to, so that a run's output is never cut off by the next step.
+STEP_QUIET = 1.5
 
 # What the demo must not take from the environment it was started in: where runs are stored
 # (DYNAMODB_*, SNAPSHOT_*, SQLITE_PATH), where Slack and AWS are (SLACK_*, AWS_*), how the
@@ -61,8 +65,9 @@ _OFFLINE = {
 }
 
 # The walk-through: you start runs and your teammates decide them (a run's starter may
-# reject its asks but not approve them), then the payout graph's policy: two named
-# approvers, one approval each, and not the requester.
+# reject its asks but not approve them), one of them from his App Home tab, then the
+# payout graph's policy: two named approvers, one approval each, and not the requester.
+# Each run's status message shows its nodes as they go.
 SCRIPT = [
     "/graph list",
     "/graph run deploy billing 1.2.3",
@@ -73,7 +78,8 @@ SCRIPT = [
     "as alice",
     "reply 2 ship it after the smoke test",
     "as bob",
-    "approve 3",
+    "home",  # the other sign-off waits there (whichever card it is)
+    "home approve 1",
     "as you",
     "/graph run cleanup remove the old staging databases",
     "reject 4 not before the audit",
@@ -207,21 +213,30 @@ async def _scripted(session: DemoSession) -> int:
 
 
 async def _step(session: DemoSession, line: str) -> None:
-    cards, ended, updated, notices = len(session.cards), len(session.ended), session.updated, session.notices
+    cards, updated, notices, homes = len(session.cards), session.updated, session.notices, session.homes.shown
+    known = set(session.started)
     await session.handle(line)
     verb = line.split()[0]
     if line.startswith("/graph run"):
+        # A card, or this run's end: another run ending meanwhile is not what this step waits for.
         await session.slack.wait_for(
-            lambda: len(session.cards) > cards or len(session.ended) > ended, timeout=60, what="a card or a result"
+            lambda: len(session.cards) > cards or bool((session.started - known) & session.ended),
+            timeout=60,
+            what="a card or a result",
         )
     elif verb in ("approve", "reject", "reply"):
         # The card changes, or (a refused click, a vote short of the quorum) its clicker is told.
         await session.slack.wait_for(
             lambda: session.updated > updated or session.notices > notices, timeout=60, what="a decision"
         )
+    elif verb == "home" and line != "home":  # ("home" alone waits for the tab itself)
+        # The bot publishes the Home tab again, with the outcome at its top or the ask gone.
+        await session.slack.wait_for(
+            lambda: session.homes.shown > homes or session.notices > notices, timeout=60, what="the Home tab"
+        )
     elif verb == "as":
         return  # the demo's own business: the bot has nothing to say
-    await _quiet(session, seconds=0.8, limit=30)
+    await _quiet(session, seconds=STEP_QUIET, limit=30)
 
 
 async def _quiet(session: DemoSession, *, seconds: float, limit: float) -> None:

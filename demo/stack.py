@@ -17,7 +17,7 @@ from aiohttp import web
 from bot.server import build_web_app
 from bot.services import build_services
 from bot.settings import Settings
-from demo.commands import CHANNEL, USERS
+from demo.commands import CHANNELS, USERS
 from localslack import LocalSlack, LocalSlackUser
 
 
@@ -26,7 +26,7 @@ class Stack:
 
     def __init__(self, *, state: str) -> None:
         self.state = state
-        self.slack = LocalSlack(users=USERS, channels={CHANNEL: "demo"})
+        self.slack = LocalSlack(users=USERS, channels=CHANNELS)
         self._runner: web.AppRunner | None = None
         self._user: LocalSlackUser | None = None
         self.command = "/graph"

@@ -5,7 +5,8 @@ demo shows what a workspace would show: headers in bold (not shouted), fields as
 ``name: value`` lines, buttons as ``[Approve]``. JSON, which cards use for tool inputs
 and structured reasons, is shown as an outline (``key: value``, lists as ``- item``,
 tool calls as ``tool(arg=value)``) so that a multi-line string reads as lines rather
-than one line of ``\\n``. Everything is wrapped to the terminal's width.
+than one line of ``\\n``. A streamed message (a run's status while its first pass runs)
+shows its plan and tasks. Everything is wrapped to the terminal's width.
 """
 
 from __future__ import annotations
@@ -22,18 +23,51 @@ UserName = Callable[[str], str]
 _FENCE = re.compile(r"```\n?(.*?)\n?```", re.DOTALL)
 _QUOTE = re.compile(r"^(?:>|&gt;) ?")
 _MIN_WIDTH = 24
+# A streamed task's state (Slack's pending, in_progress, complete, error), as localslack writes it.
+TASK_ICONS = {"pending": "○", "in_progress": "◐", "complete": "✓", "error": "✗"}
+_TASK_STYLES = {"complete": "primary", "error": "danger", "pending": "dim"}
 
 
 def render_message(
     message: Mapping[str, Any], *, label: str, user_name: UserName, width: int = 79, color: bool = False
 ) -> str:
     """The message as a box of at most ``width`` columns, headed by ``label``."""
-    lines: list[Line] = []
+    return box(message_lines(message, user_name=user_name), label=label, width=width, color=color)
+
+
+def message_lines(message: Mapping[str, Any], *, user_name: UserName) -> list[Line]:
+    """What a message shows, unwrapped: a stream's plan and tasks, its blocks, else its text.
+
+    A streamed message edited since (``chat.update``) shows what the edit gave it: the local
+    Slack keeps the stream's record on the message, but Slack shows the new content.
+    """
+    stream = message.get("stream") if "edited" not in message else None
+    lines: list[Line] = stream_lines(stream, user_name=user_name) if isinstance(stream, Mapping) else []
     for block in message.get("blocks") or []:
         lines.extend(block_lines(block, user_name=user_name))
     if not lines:
         lines = text_lines(str(message.get("text") or ""), user_name=user_name)
-    return box(lines, label=label, width=width, color=color)
+    return lines
+
+
+def stream_lines(stream: Mapping[str, Any], *, user_name: UserName) -> list[Line]:
+    """A streamed message (``chat.startStream``) as Slack draws it: the plan's title, one line per
+    task with its state (``○ ◐ ✓ ✗``, as the local Slack's text has them), then its markdown.
+
+    Task titles are plain text in Slack, so they are shown as they are, not read as mrkdwn.
+    """
+    lines: list[Line] = [[Run(str(stream["plan"]), frozenset({"bold"}))]] if stream.get("plan") else []
+    tasks = stream.get("tasks")
+    for task in tasks.values() if isinstance(tasks, Mapping) else ():
+        status = str(task.get("status") or "")
+        icon = Run(TASK_ICONS.get(status, "?") + " ", frozenset({_TASK_STYLES.get(status, "")} - {""}))
+        lines.append([icon, Run(str(task.get("title") or ""))])
+        for extra in ("details", "output"):
+            if task.get(extra):
+                lines.extend(_indented(text_lines(str(task[extra]), user_name=user_name), "  "))
+    if stream.get("markdown"):
+        lines.extend(text_lines(str(stream["markdown"]), user_name=user_name))
+    return lines
 
 
 def box(lines: list[Line], *, label: str, width: int, color: bool) -> str:

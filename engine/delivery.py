@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from engine.crash import crash_point
 from engine.deadlines import SKIPPED
-from engine.ports import FINAL, Publisher
+from engine.ports import FINAL, PROGRESS, ProgressPublisher, Publisher
 from engine.records import Ask, MessageRef, Run, RunStatus
 from engine.store import Delivery, RunStore, StoreError
 from engine.store_rules import apply_delivery
@@ -27,10 +27,18 @@ logger = logging.getLogger(__name__)
 
 
 class Courier:
-    def __init__(self, *, publisher: Publisher, store: RunStore, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        *,
+        publisher: Publisher,
+        store: RunStore,
+        clock: Callable[[], float],
+        progress: ProgressPublisher | None = None,
+    ) -> None:
         self._publisher = publisher
         self._store = store
         self._clock = clock
+        self._progress = progress  # status messages and views of runs, when the publisher has them
 
     async def card_updates(self, run: Run) -> Run:
         """Bring existing cards up to date; returns ``run`` with what they now show.
@@ -64,7 +72,7 @@ class Courier:
             run = recorded
         if run.thread is None:
             return run
-        if run.status is RunStatus.WAITING:
+        if run.status is RunStatus.WAITING and await self._indexed(run):
             for ask in run.pending_asks():
                 if ask.card is None and (ref := await self._post_card(run, ask, look=ask.key not in unposted)):
                     delivery.cards[ask.key] = ref  # posted live: nothing to record of what it shows
@@ -78,11 +86,44 @@ class Courier:
             for ask in run.pending_asks():
                 if ask.notices_owed and (count := await self._post_notices(run, ask, look="notices" not in unposted)):
                     delivery.notified[ask.key] = count
+        # The status message before the final message, so the thread reads in order.
+        if run.progress is not None and run.progress.owed and not run.status.leased:
+            look = run.progress.message is None and PROGRESS not in unposted
+            if ref := await self._show_progress(run, look=look):
+                delivery = replace(delivery, progress=ref, progress_shown=run.progress.rev)
         if run.status.terminal and run.final is None:
             delivery = replace(delivery, final=await self._post_final(run, look=FINAL not in unposted))
         if sweeping and apply_delivery(run, delivery).owes_slack:
             delivery = replace(delivery, stalled_at=self._clock())
-        return await self._record(run, delivery, sweeping=sweeping)
+        stored = await self._record(run, delivery, sweeping=sweeping)
+        if self._progress is not None and not delivery.empty:
+            await self._progress.run_changed(run=stored)
+        return stored
+
+    async def _indexed(self, run: Run) -> bool:
+        """Make the run's pending asks findable by who may decide them (App Home, ``/graph
+        pending``) before their cards or escalations are posted; False when that failed, and
+        the cards wait with it: every card shown is then in its deciders' inboxes."""
+        if not any(a.card is None or a.notices_owed for a in run.pending_asks()):
+            return True
+        try:
+            await in_thread(self._store.index_asks, run)
+        except StoreError:
+            logger.warning("run %s: could not index its asks; their cards stay owed", run.run_id)
+            return False
+        return True
+
+    async def _show_progress(self, run: Run, *, look: bool) -> MessageRef | None:
+        assert run.progress is not None
+        if self._progress is None:
+            return None
+        if look and (found := await self.find(run, PROGRESS)):
+            run = run.evolve(progress=replace(run.progress, message=found))
+        try:
+            return await self._progress.update_progress(run=run)
+        except Exception:
+            logger.warning("run %s: updating its status message failed; it stays owed", run.run_id, exc_info=True)
+            return None
 
     async def _record(self, run: Run, delivery: Delivery, *, sweeping: bool) -> Run:
         if delivery.empty and not sweeping:

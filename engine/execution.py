@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from engine.outcome import failure_text
 from engine.prepare import STALE_ANSWERS, agents_under, edited_input, prepare
-from engine.records import ToolCall, Verdict
+from engine.progress import NodeProgress, NodeState, Tracker
+from engine.records import MessageRef, ToolCall, Verdict
 from engine.snapshot import dump_state, restore_state
 from engine.sources import gated_tool_use_id, verdicts_for
 from engine.threads import in_thread
@@ -57,6 +58,8 @@ class Step:
     output: str | None = None
     error: str | None = None
     trail: tuple[str, ...] = ()  # every node run so far, in order, over every pass
+    nodes: tuple[NodeProgress, ...] = ()  # every node's progress after this pass (when followed)
+    status_message: MessageRef | None = None  # the run's status message, once the live view posted it
 
 
 def response_entries(responses: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
@@ -79,6 +82,7 @@ async def run_pass(
     responses: Sequence[tuple[str, Any]] = (),
     stale: Sequence[str] = (),
     about: str = "graph pass",
+    watch: Callable[[dict[str, Any]], None] | None = None,
 ) -> Step:
     """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``.
 
@@ -87,7 +91,7 @@ async def run_pass(
     ``about`` names the pass in the log (``run <id> (graph <name>)``): a failure is logged
     once, as one line with its traceback, and a node gate's rejection as one INFO line.
     """
-    step = await _step(graph, task, snapshot, responses, stale, about)
+    step = await _step(graph, task, snapshot, responses, stale, about, watch)
     return replace(step, trail=_trail(graph))
 
 
@@ -103,6 +107,7 @@ async def _step(
     responses: Sequence[tuple[str, Any]],
     stale: Sequence[str],
     about: str,
+    watch: Callable[[dict[str, Any]], None] | None,
 ) -> Step:
     """``run_pass`` without the trail (see there)."""
     from strands.multiagent.base import Status
@@ -135,6 +140,8 @@ async def _step(
                     cancelled[event["node_id"]] = str(event.get("message") or "")
                 if "result" in event:
                     result = event["result"]
+                if watch is not None:
+                    _watched(watch, event)
         except Exception as error:  # graph code failed: report it, never crash the bot
             state = await _try_dump(graph)
             node_id = next((n for n, m in cancelled.items() if m == str(error)), None)
@@ -158,6 +165,54 @@ async def _step(
     failure = _failure_of(result)
     logger.warning("%s failed: %s", about, _first_line(failure))
     return Step(status=StepStatus.FAILED, snapshot=await _try_dump(graph), error=failure)
+
+
+def _watched(watch: Callable[[dict[str, Any]], None], event: dict[str, Any]) -> None:
+    try:
+        watch(event)
+    except Exception:  # progress is a view: it never stops the pass
+        logger.warning("progress: a stream event could not be followed", exc_info=True)
+
+
+def progress_watcher(
+    graph: Graph, tracker: Tracker, *, show: Callable[[], None], output: Callable[[str, str], None]
+) -> Callable[[dict[str, Any]], None]:
+    """A ``watch`` for ``run_pass`` that keeps ``tracker`` up to date from Strands' stream
+    events and calls ``show`` after each change and ``output`` with the text of each node
+    that completed and leads on (the nodes the graph ends on make the run's final message).
+    """
+    from engine.strands_internals import NODE_CANCEL_EVENT, NODE_INTERRUPT_EVENT, NODE_START_EVENT, NODE_STOP_EVENT
+
+    leads_on = {edge.from_node.node_id for edge in graph.edges}
+
+    def watch(event: dict[str, Any]) -> None:
+        kind, node_id = event.get("type"), str(event.get("node_id") or "")
+        changed = False
+        if kind == NODE_START_EVENT:
+            changed = tracker.started(node_id)
+        elif kind == NODE_STOP_EVENT:
+            result = event.get("node_result")
+            status = getattr(getattr(result, "status", None), "value", "completed")
+            usage = getattr(result, "accumulated_usage", None) or {}
+            millis = getattr(result, "execution_time", None)
+            changed = tracker.stopped(
+                node_id,
+                status=str(status),
+                seconds=float(millis) / 1000 if millis else None,
+                tokens=int(usage.get("totalTokens") or 0),
+            )
+            if status == "completed" and node_id in leads_on and result is not None:
+                text = "\n\n".join(t for t in (str(r).strip() for r in result.get_agent_results()) if t)
+                if text:
+                    output(node_id, text)
+        elif kind == NODE_INTERRUPT_EVENT:
+            changed = tracker.set_state(node_id, NodeState.WAITING)
+        elif kind == NODE_CANCEL_EVENT:
+            changed = tracker.set_state(node_id, NodeState.STOPPED)
+        if changed:
+            show()
+
+    return watch
 
 
 def _failed_node(graph: Graph) -> str | None:

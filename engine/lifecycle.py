@@ -23,7 +23,8 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, ParamSpec, TypeVar
+from dataclasses import replace
+from typing import Any, ParamSpec, TypeVar, cast
 
 from engine import audit
 from engine.audit import AuditEvent
@@ -31,12 +32,22 @@ from engine.ballot import Ballot
 from engine.crash import crash_point
 from engine.deadlines import expired_asks, expiry_decision, with_notices
 from engine.delivery import Courier
-from engine.execution import Raised, Step, StepStatus, run_pass
+from engine.execution import Raised, Step, StepStatus, progress_watcher, run_pass
 from engine.ids import default_owner, new_run_id
 from engine.lease import heartbeat, new_token
 from engine.oversight import Cancelled, Oversight, groups_of
 from engine.policy import DEFAULT_EXPIRES_AFTER, AskRules, Directory, Policy, may_start
-from engine.ports import FINAL, DecideResult, GraphSource, Publisher, PublishError, StartRefused, UnknownGraph
+from engine.ports import (
+    FINAL,
+    DecideResult,
+    GraphSource,
+    ProgressPublisher,
+    Publisher,
+    PublishError,
+    StartRefused,
+    UnknownGraph,
+)
+from engine.progress import Tracker, saved_progress
 from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, cancelled_record, failed_record
 from engine.settle import settle, stale_answers
@@ -72,12 +83,18 @@ class RunEngine:
         directory: Directory | None = None,
         default_expires_after: float = DEFAULT_EXPIRES_AFTER,
         retention_seconds: float | None = None,
+        progress: bool = False,
     ) -> None:
         self._store = store
         self._graphs = graphs
         self._publisher = publisher
         # Through self, so that a clock swapped later (tests moving time on) reaches them too.
-        self._courier = Courier(publisher=publisher, store=store, clock=lambda: self._clock())
+        self._courier = Courier(
+            publisher=publisher,
+            store=store,
+            clock=lambda: self._clock(),
+            progress=cast("ProgressPublisher", publisher) if hasattr(publisher, "update_progress") else None,
+        )
         self._saver = Saver(store=store, clock=lambda: self._clock())
         self._ballot = Ballot(store=store, directory=directory, clock=lambda: self._clock())
         self._oversight = Oversight(
@@ -92,6 +109,8 @@ class RunEngine:
         self._default_wait = default_expires_after
         self._retention = retention_seconds
         self._purged_at = -math.inf
+        # Live progress needs a publisher that can show it (``ports.ProgressPublisher``).
+        self._progress = cast("ProgressPublisher", publisher) if progress else None
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
@@ -367,6 +386,13 @@ class RunEngine:
                         rules_for=lambda raised: self._rules(policy, raised, now=now),
                     )
                     target = outcome.run
+                    if step.nodes:
+                        waiting = {a.node_id for a in target.pending_asks() if a.node_id is not None}
+                        target = target.evolve(
+                            progress=saved_progress(
+                                run.progress, step.nodes, step.status_message, waiting=waiting, status=target.status
+                            )
+                        )
                     # Nobody can have posted these: the asks are new, the end is this pass's.
                     unposted = {a.key for a in outcome.new_asks} | ({FINAL} if target.status.terminal else set())
                 saved, landed = await self._saver.save(run, target, beat=beat)
@@ -401,6 +427,29 @@ class RunEngine:
             logger.warning("run %s: cannot build graph %s", run.run_id, run.graph, exc_info=True)
             return Step(status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}")
         about = f"run {run.run_id} (graph {run.graph})"
-        return await run_pass(
-            graph=graph, task=run.task, snapshot=run.snapshot, responses=responses, stale=stale, about=about
-        )
+        if self._progress is None:
+            return await run_pass(
+                graph=graph, task=run.task, snapshot=run.snapshot, responses=responses, stale=stale, about=about
+            )
+        live = self._progress.live_progress(run=run)
+        tracker = Tracker(saved=run.progress, node_ids=list(graph.nodes), clock=self._clock)
+        watch = progress_watcher(graph, tracker, show=lambda: live.show(tracker.nodes), output=live.output)
+        if run.progress is None:
+            live.show(tracker.nodes)  # the plan, before its first node runs
+        step: Step | None = None
+        try:
+            step = await run_pass(
+                graph=graph,
+                task=run.task,
+                snapshot=run.snapshot,
+                responses=responses,
+                stale=stale,
+                about=about,
+                watch=watch,
+            )
+        finally:
+            tracker.ended(failed=step is None or step.status is StepStatus.FAILED)
+            live.show(tracker.nodes)
+            message = await live.close()
+        assert step is not None  # run_pass reports every failure as a step
+        return replace(step, nodes=tracker.nodes, status_message=message)

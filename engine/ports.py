@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from engine.policy import Policy, Refusal
+from engine.progress import NodeProgress
 from engine.records import Ask, MessageRef, Run
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
 FINAL = "final"  # what ``Publisher.find_posted`` looks for: an ask key, or the run's end
+PROGRESS = "progress"  # ... or the run's status message
 
 
 class StartRefused(Exception):
@@ -99,6 +101,43 @@ class Publisher(Protocol):
 
     async def retract(self, *, ref: MessageRef) -> None:
         """Delete a message that turned out to be a duplicate."""
+        ...
+
+
+class LiveProgress(Protocol):
+    """The status message while a pass runs: shown as it happens, at the pace Slack allows.
+
+    Best effort by design: a failure here is logged and never stops the pass, because
+    the saved progress is delivered afterwards like a card (``Publisher.update_progress``).
+    """
+
+    def show(self, nodes: tuple[NodeProgress, ...]) -> None:
+        """The nodes changed; show them soon (coalesced, throttled). Never blocks, never raises."""
+        ...
+
+    def output(self, node_id: str, text: str) -> None:
+        """A node finished with ``text``: post it in the thread. Never blocks, never raises."""
+        ...
+
+    async def close(self) -> MessageRef | None:
+        """The pass is over: send what is pending, end a stream; the status message, if any."""
+        ...
+
+
+class ProgressPublisher(Protocol):
+    """What a publisher adds for live progress (``RunEngine(progress=True)``) and for views
+    that list runs (the bot's App Home)."""
+
+    def live_progress(self, *, run: Run) -> LiveProgress:
+        """A live view of the pass about to run."""
+        ...
+
+    async def update_progress(self, *, run: Run) -> MessageRef:
+        """Make the status message show ``run.progress`` (posting it if it has none yet)."""
+        ...
+
+    async def run_changed(self, *, run: Run) -> None:
+        """``run`` as just saved and delivered: refresh whatever else shows it. Never raises."""
         ...
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from engine.audit import AuditEvent
 from engine.policy import AskRules
+from engine.progress import Progress
 
 # How long the process that made a state change has to deliver what it owes Slack before
 # a sweeper delivers it instead (checking Slack first for what was already posted).
@@ -332,6 +333,7 @@ class Run:
     audit: tuple[AuditEvent, ...] = ()  # the last ``engine.audit.MAX_EVENTS`` events
     audit_dropped: int = 0  # older events let go (they are in the log)
     cancelled_by: str | None = None  # who asked to cancel (a holder ends the run at its save)
+    progress: Progress | None = None  # its nodes as saved, and its status message
     # Where the store keeps the state (store-owned; the engine only passes it back). Not
     # part of a run's identity: the same run read from two stores compares equal.
     state_ref: dict[str, Any] | None = field(default=None, compare=False)
@@ -379,8 +381,10 @@ class Run:
             return self.channel is not None and not self.status.leased
         if self.status.terminal and self.final is None:
             return True
-        return any(a.card_owed for a in self.asks.values()) or (
-            self.status is RunStatus.WAITING and any(a.card is None or a.notices_owed for a in self.pending_asks())
+        return (
+            any(a.card_owed for a in self.asks.values())
+            or (self.status is RunStatus.WAITING and any(a.card is None or a.notices_owed for a in self.pending_asks()))
+            or (self.progress is not None and self.progress.owed and not self.status.leased)
         )
 
     def pending_asks(self) -> list[Ask]:
@@ -426,6 +430,7 @@ class Run:
             "audit": [e.to_dict() for e in self.audit] or None,
             "audit_dropped": self.audit_dropped or None,
             "cancelled_by": self.cancelled_by,
+            "progress": self.progress.to_dict() if self.progress is not None else None,
         }
 
     @classmethod
@@ -455,4 +460,5 @@ class Run:
             audit=tuple(AuditEvent.from_dict(e) for e in data.get("audit") or ()),
             audit_dropped=int(data.get("audit_dropped") or 0),
             cancelled_by=data.get("cancelled_by"),
+            progress=Progress.from_dict(data["progress"]) if data.get("progress") else None,
         )

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from engine.audit import AuditEvent, appended
 from engine.lease import Beat
+from engine.progress import ended_progress
 from engine.records import AskStatus, Closed, Run, RunStatus
 from engine.settle import merge_concurrent_decisions
 from engine.store import RunStore, StoreError, StoreUnavailable, VersionConflict
@@ -54,6 +55,7 @@ def _ended(run: Run, *, now: float, status: RunStatus, why: Closed, error: str |
         trail, dropped = appended(run.audit, run.audit_dropped, [AuditEvent(at=now, kind="failed", text=error)])
         run = run.evolve(audit=trail, audit_dropped=dropped)
     return run.evolve(
+        progress=ended_progress(run.progress, status=status.value),
         status=status,
         asks=asks,
         lease_owner=None,

@@ -4,17 +4,18 @@ The engine owns this protocol and the rules (which status may follow which);
 ``persistence/`` implements it twice (SQLite, DynamoDB). Each method is one atomic,
 conditional operation: a store only guarantees that a write happens exactly when the
 record still is what the caller last saw. Both backends pass the same contract suite
-(``tests/persistence/test_contract.py``).
+(``tests/persistence/test_contract.py``, ``test_inbox_contract.py``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from engine.audit import AuditEvent
 from engine.policy import Refusal
-from engine.records import Decision, MessageRef, Run, RunStatus, Verdict
+from engine.records import Ask, Decision, MessageRef, Run, RunStatus, Verdict
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +33,8 @@ class Delivery:
     shown: dict[str, str] = field(default_factory=dict)
     final: MessageRef | None = None
     notified: dict[str, int] = field(default_factory=dict)  # ask key -> notices Slack accepted
+    progress: MessageRef | None = None  # the status message, posted or found
+    progress_shown: int | None = None  # the progress ``rev`` Slack now shows
     # When a sweeper's delivery left something owed (Slack kept failing): the record counts
     # such rounds and backs off from the last one, so a channel that is gone is not hammered.
     stalled_at: float | None = None
@@ -45,6 +48,7 @@ class Delivery:
             and not self.notified
             and self.final is None
             and self.stalled_at is None
+            and self.progress is None
         )
 
 
@@ -258,4 +262,59 @@ class RunStore(Protocol):
 
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:
         """Ids of runs whose ``Run.sweep_at`` is at or before ``now``, oldest first."""
+        ...
+
+    def started_by(self, user: str, *, limit: int = 20) -> list[Run]:
+        """``user``'s latest runs (``Run.started_by``), newest first, without their state.
+
+        Through an index (DynamoDB's keys-only ``by_starter``, SQLite's on the starter),
+        never a scan, like ``recent``: "my runs" costs the same in any size of table.
+        """
+        ...
+
+    # -- the approvals inbox -----------------------------------------------------------
+    # An ask's card is posted in its run's channel; an approver also needs one place that
+    # lists everything waiting for them, in every channel. Reading every run to find those
+    # would cost as much as the table, so each pending ask is indexed under each of its
+    # principals (``engine.store_rules.principals``: its approvers, its escalation group
+    # once escalated, or ``ANYONE``).
+
+    def index_asks(self, run: Run) -> None:
+        """Make ``run``'s pending asks findable by ``pending_for`` under each of their principals.
+
+        The engine calls it after the save that created the asks and before their cards
+        are posted (an ask on a card is then always in the inbox), again on every delivery
+        retry and after an escalation (which adds a principal): it is idempotent, and a
+        run whose copy is out of date only leaves entries that ``pending_for`` skips.
+        """
+        ...
+
+    def pending_for(self, principals: Sequence[str], *, limit: int = 50) -> list[tuple[Run, Ask]]:
+        """The asks indexed under any of ``principals`` that are still pending in the run as
+        stored now, newest first (``Ask.created_at``), at most ``limit``, each with its run
+        (without state).
+
+        An entry whose ask is no longer pending (decided, obsolete, its run gone) is
+        skipped, and removed when met: best effort, never failing the listing. A backend
+        may leave such entries behind when an ask changes (DynamoDB does, so that a
+        decision stays one write); the listing, not the index, is exact.
+        """
+        ...
+
+    # -- App Home --------------------------------------------------------------------------
+
+    def saw_home(self, user: str, *, at: float) -> None:
+        """Remember that ``user`` opened the bot's App Home tab at ``at`` (a later time wins).
+
+        People who have not opened it for 30 days are forgotten on this write
+        (``engine.store_rules.HOME_KEPT_SECONDS``), so what ``home_viewers`` reads stays small.
+        """
+        ...
+
+    def home_viewers(self, *, since: float) -> dict[str, float]:
+        """Who opened App Home at or after ``since``, with when they last did.
+
+        The bot refreshes Home only for them: publishing a view to everyone an ask
+        concerns would cost a Slack call per person, most of whom never look.
+        """
         ...

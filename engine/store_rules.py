@@ -9,11 +9,11 @@ both agree.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from engine.audit import MAX_EVENTS, AuditEvent, appended
-from engine.policy import final_vote, refusal
-from engine.records import AskStatus, Decision, MessageRef, Run, RunStatus
+from engine.policy import deciders, final_vote, refusal
+from engine.records import Ask, AskStatus, Decision, MessageRef, Run, RunStatus
 from engine.store import AskNotFound, AskNotPending, DecisionRefused, Delivery, Lease, RunNotFound, VerdictNotOffered
 
 
@@ -88,7 +88,12 @@ def apply_delivery(run: Run, delivery: Delivery) -> Run:
     for key, count in delivery.notified.items():
         if key in asks and count > asks[key].notified:
             asks[key] = replace(asks[key], notified=count)
+    progress = run.progress
+    if progress is not None and delivery.progress is not None:
+        rev = max(progress.shown, delivery.progress_shown or 0)
+        progress = replace(progress, message=progress.message or delivery.progress, shown=rev)
     return run.evolve(
+        progress=progress,
         asks=asks,
         thread=run.thread or delivery.thread,
         final=run.final or delivery.final,
@@ -105,3 +110,51 @@ def known_to(delivery: Delivery, run: Run) -> Delivery:
         shown={k: v for k, v in delivery.shown.items() if k in run.asks},
         notified={k: v for k, v in delivery.notified.items() if k in run.asks},
     )
+
+
+# -- the approvals inbox and App Home (``RunStore.index_asks`` and what follows it) ------
+
+ANYONE = "anyone"  # the principal of an ask that anyone in the run's channel may decide
+HOME_KEPT_SECONDS = 30 * 86400.0  # an App Home opened longer ago than this is forgotten
+
+
+def principals(ask: Ask) -> tuple[str, ...]:
+    """Under whom ``ask`` waits in an inbox: the users and groups who may decide it now.
+
+    An ask open to the whole channel waits under ``ANYONE`` (the caller lists it for
+    whoever asks, knowing which channels they see). An escalation adds its group here,
+    which is why the store is asked to index the asks again after one.
+    """
+    who = deciders(ask)
+    return who if who is not None else (ANYONE,)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InboxEntry:
+    """One pending ask, findable under one principal."""
+
+    principal: str
+    created_at: float
+    run_id: str
+    ask_key: str
+
+
+def inbox_entries(run: Run) -> list[InboxEntry]:
+    """Every (principal, pending ask) pair of ``run``: what ``index_asks`` makes findable."""
+    return [
+        InboxEntry(principal=who, created_at=ask.created_at, run_id=run.run_id, ask_key=ask.key)
+        for ask in run.pending_asks()
+        for who in dict.fromkeys(principals(ask))
+    ]
+
+
+def inbox_ask(run: Run | None, entry: InboxEntry) -> Ask | None:
+    """The ask ``entry`` names if it is still pending under its principal, else None (stale).
+
+    An ask never becomes pending again and its principals only grow, so an entry judged
+    stale against a strongly consistent read of the run can be deleted without a race.
+    """
+    ask = run.asks.get(entry.ask_key) if run is not None else None
+    if ask is None or ask.status is not AskStatus.PENDING or entry.principal not in principals(ask):
+        return None
+    return ask

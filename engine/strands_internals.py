@@ -42,6 +42,8 @@ from engine.sources import HITL_INTERRUPT_NAME, TOOL_GATE_ID_PREFIX
 EXPECTED_STRANDS_VERSION = "1.62.0"
 NODE_INTERRUPT_EVENT = "multiagent_node_interrupt"  # graph stream event types (strands.types._events)
 NODE_CANCEL_EVENT = "multiagent_node_cancel"
+NODE_START_EVENT = "multiagent_node_start"  # progress: a node began, and ended (with its NodeResult)
+NODE_STOP_EVENT = "multiagent_node_stop"
 GRAPH_LOGGER = "strands.multiagent.graph"
 _CANCEL_LOCALS = frozenset({"before_event", "cancel_message"})  # Graph._execute_node's cancel branch
 
@@ -65,7 +67,13 @@ def _message(problems: list[str]) -> str:
 
 
 try:
-    from strands.types._events import MultiAgentNodeCancelEvent, MultiAgentNodeInterruptEvent
+    from strands.multiagent.base import NodeResult
+    from strands.types._events import (
+        MultiAgentNodeCancelEvent,
+        MultiAgentNodeInterruptEvent,
+        MultiAgentNodeStartEvent,
+        MultiAgentNodeStopEvent,
+    )
     from strands.types._events import ToolInterruptEvent as ToolInterruptEvent  # re-exported: tools yield them
     from strands.types._events import ToolStreamEvent as ToolStreamEvent
 except ImportError as missing:
@@ -251,7 +259,22 @@ def _graph_events_typed() -> bool:
     """The stream event types the graph pass reads (interrupts, a node gate's cancel)."""
     cancel = MultiAgentNodeCancelEvent("n", "m") == {"type": NODE_CANCEL_EVENT, "node_id": "n", "message": "m"}
     interrupt = MultiAgentNodeInterruptEvent("n", [])
-    return cancel and interrupt == {"type": NODE_INTERRUPT_EVENT, "node_id": "n", "interrupts": []}
+    start = MultiAgentNodeStartEvent("n", "agent") == {"type": NODE_START_EVENT, "node_id": "n", "node_type": "agent"}
+    result = NodeResult(result=None)  # type: ignore[arg-type]
+    stop = MultiAgentNodeStopEvent("n", result) == {"type": NODE_STOP_EVENT, "node_id": "n", "node_result": result}
+    usage = "totalTokens" in result.accumulated_usage and isinstance(result.execution_time, int)
+    return (
+        cancel
+        and start
+        and stop
+        and usage
+        and interrupt
+        == {
+            "type": NODE_INTERRUPT_EVENT,
+            "node_id": "n",
+            "interrupts": [],
+        }
+    )
 
 
 def _tracer_adds_message_events() -> bool:

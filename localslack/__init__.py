@@ -4,6 +4,7 @@ Used by the offline demo (``approval-bot demo``) and by the tests, so both run t
 HTTP and Socket Mode paths with no Slack workspace.
 """
 
+from localslack.calls import Call
 from localslack.faults import Fault, RequestPredicate, contains
 from localslack.limits import LIMITS
 from localslack.server import LOCAL_BOT_TOKEN, LocalSlack
@@ -19,6 +20,7 @@ __all__ = [
     "LOCAL_SIGNING_SECRET",
     "ApiError",
     "BotResponse",
+    "Call",
     "Fault",
     "HttpTransport",
     "LocalSlack",

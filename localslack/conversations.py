@@ -75,7 +75,7 @@ def checked_channel(params: dict[str, Any]) -> str:
 def _page(
     listing: list[dict[str, Any]], params: dict[str, Any], *, default_limit: int, newest_first: bool
 ) -> dict[str, Any]:
-    limit = _limit(params.get("limit"), default=default_limit)
+    limit = page_limit(params.get("limit"), default=default_limit)
     start = 0
     cursor = params.get("cursor")
     if cursor:
@@ -96,8 +96,11 @@ def _page(
 
 
 def _presented(message: dict[str, Any], *, keep_metadata: bool) -> dict[str, Any]:
-    """A message as the conversations methods show it: no ``channel``, metadata only on request."""
-    shown = {k: v for k, v in message.items() if k != "channel"}
+    """A message as the conversations methods show it: no ``channel``, metadata only on request.
+
+    ``stream`` is this local Slack's record of a streamed message for tests; Slack shows none.
+    """
+    shown = {k: v for k, v in message.items() if k not in ("channel", "stream")}
     if not keep_metadata:
         shown.pop("metadata", None)
     return shown
@@ -134,7 +137,8 @@ def _ts(ts: str) -> Decimal:
     return value
 
 
-def _limit(value: Any, *, default: int) -> int:
+def page_limit(value: Any, *, default: int) -> int:
+    """The ``limit`` argument: ``default`` when absent or below 1, never above Slack's 1000."""
     if value in (None, ""):
         return default
     try:

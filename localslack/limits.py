@@ -12,11 +12,12 @@ Errors are phrased like Slack's own ``response_metadata.messages``: a reason fol
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 # Slack's documented limits (api.slack.com/reference/block-kit/blocks, .../block-elements,
 # .../composition-objects, api.slack.com/reference/surfaces/views, and the chat.postMessage
-# reference for the 40,000 character top-level text). Keep every number here, nowhere else.
+# reference for the 40,000 character top-level text; chat.startStream/appendStream for streamed
+# markdown and task titles). Keep every number here, nowhere else.
 LIMITS: Final[Mapping[str, int]] = {
     "message.blocks": 50,
     "modal.blocks": 100,
@@ -59,6 +60,10 @@ LIMITS: Final[Mapping[str, int]] = {
     "modal.callback_id": 255,
     "modal.external_id": 255,
     "metadata.event_type": 255,
+    "home.blocks": 100,
+    "stream.markdown_text": 12_000,
+    "stream.task_title": 256,
+    "stream.plan_title": 256,
 }
 
 BLOCK_TYPES: Final = frozenset(
@@ -296,22 +301,27 @@ def _block_text_total(value: Any) -> int:
     return 0
 
 
-def check_view(view: Any) -> list[str]:
-    """Return the reasons Slack would refuse this modal view (empty when it is accepted)."""
+def check_view(view: Any, *, surface: Literal["modal", "home"] = "modal") -> list[str]:
+    """Return the reasons Slack would refuse this view (empty when it is accepted).
+
+    ``surface`` is what the method publishes: a ``modal`` (views.open/push/update) needs a title
+    and a submit button for its inputs; a ``home`` tab (views.publish) has neither.
+    """
     checker = _Checker()
     if not isinstance(view, dict):
         return ["must be a view object [json-pointer:/view]"]
-    if view.get("type") != "modal":
-        checker.err("/view/type", "must be modal")
-    checker.text(view.get("title"), "modal.title", "/view/title", plain=True)
-    for key in ("submit", "close"):
-        if key in view:
-            checker.text(view[key], f"modal.{key}", f"/view/{key}", plain=True)
+    if view.get("type") != surface:
+        checker.err("/view/type", f"must be {surface}")
+    if surface == "modal":
+        checker.text(view.get("title"), "modal.title", "/view/title", plain=True)
+        for key in ("submit", "close"):
+            if key in view:
+                checker.text(view[key], f"modal.{key}", f"/view/{key}", plain=True)
     for key in ("private_metadata", "callback_id", "external_id"):
         checker.length(view.get(key), f"modal.{key}", f"/view/{key}")
     blocks = view.get("blocks")
-    checker.blocks(blocks, "/view/blocks", key="modal.blocks")
+    checker.blocks(blocks, "/view/blocks", key=f"{surface}.blocks")
     has_input = isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") == "input" for b in blocks)
-    if has_input and "submit" not in view:
+    if surface == "modal" and has_input and "submit" not in view:
         checker.err("/view/submit", "submit is required when an input block is within the blocks array")
     return checker.errors

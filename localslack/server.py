@@ -18,13 +18,20 @@ from typing import Any, Final, TypeVar
 
 from aiohttp import web
 
+from localslack.calls import Call
 from localslack.faults import Fault, Faults, RequestPredicate, fault_response
+from localslack.params import decode
 from localslack.socket_mode import ACK_TIMEOUT_SECONDS, APP_LEVEL_METHODS, LOCAL_APP_TOKEN, SocketMode
 from localslack.state import ApiError
-from localslack.webapi import TRIGGER_TTL_SECONDS, WebApi, decode
+from localslack.streams import STREAM_LIFETIME_SECONDS
+from localslack.webapi import TRIGGER_TTL_SECONDS, WebApi
 
 LOCAL_BOT_TOKEN: Final = "xoxb-local"
 _log = logging.getLogger(__name__)
+
+_MESSAGE_WRITES: Final = frozenset(
+    {"chat.postMessage", "chat.update", "chat.delete", "chat.startStream", "chat.appendStream", "chat.stopStream"}
+)
 
 T = TypeVar("T")
 ChangeHook = Callable[[str, dict[str, Any]], object]
@@ -49,7 +56,11 @@ class LocalSlack(WebApi):
         channels: Mapping[str, str] | None = None,
         trigger_ttl: float = TRIGGER_TTL_SECONDS,
         usergroups: Mapping[str, Sequence[str]] | None = None,
+        streaming: bool = True,
+        stream_lifetime: float = STREAM_LIFETIME_SECONDS,
     ) -> None:
+        """``streaming=False`` is a workspace without streamed messages (chat.*Stream answer
+        ``feature_not_enabled``); ``stream_lifetime`` is how long a stream lasts after it started."""
         super().__init__(
             team_id=team_id,
             team_domain=team_domain,
@@ -59,6 +70,8 @@ class LocalSlack(WebApi):
             users=users,
             channels=channels,
             trigger_ttl=trigger_ttl,
+            streaming=streaming,
+            stream_lifetime=stream_lifetime,
         )
         for group, members in (usergroups or {}).items():
             self.set_usergroup(group, members)  # more with set_usergroup, as an admin edits them
@@ -73,6 +86,8 @@ class LocalSlack(WebApi):
         self._cond = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self._base_url: str | None = None
+        self._timers: list[asyncio.TimerHandle] = []
+        self._wakeups: set[asyncio.Task[None]] = set()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -93,6 +108,9 @@ class LocalSlack(WebApi):
             await self.socket_mode.close()
             await self._runner.cleanup()
             self._runner = None
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
 
     @property
     def base_url(self) -> str:
@@ -135,6 +153,22 @@ class LocalSlack(WebApi):
         """Every failure answered, in order, as ``{"method", "status", "params"}``."""
         return list(self.faults.served)
 
+    # -- pacing ----------------------------------------------------------------------------------
+
+    def message_calls(self, channel: str, ts: str) -> list[Call]:
+        """Every call that posted, changed or deleted message ``ts`` in ``channel``, oldest first.
+
+        Refused calls are included (Slack's rate limits count them too); read ``Call.at`` for
+        when each came, e.g. to check the bot updates one message at most about once a second.
+        """
+        return [
+            call
+            for call in self.calls
+            if call.method in _MESSAGE_WRITES
+            and call.params.get("channel") == channel
+            and ts in (call.params.get("ts"), (call.result or {}).get("ts"))
+        ]
+
     # -- waiting and change notification ---------------------------------------------------------
 
     async def wait_for(self, predicate: Callable[[], T | None], *, timeout: float = 10.0, what: str = "") -> T:
@@ -174,12 +208,24 @@ class LocalSlack(WebApi):
             except Exception:
                 _log.exception("LocalSlack on_change hook failed for %s", event)
 
+    def _wake_when_stream_ends(self, *, channel: str, ts: str) -> None:
+        """Slack ends a stream after its lifetime with no call from anyone: tell ``wait_for`` and the hooks."""
+
+        def expired() -> None:
+            self.streams.expire()
+            task = asyncio.ensure_future(self.changed("stream_expired", {"channel": channel, "ts": ts}))
+            self._wakeups.add(task)
+            task.add_done_callback(self._wakeups.discard)
+
+        self._timers = [t for t in self._timers if not t.cancelled() and t.when() > asyncio.get_running_loop().time()]
+        self._timers.append(asyncio.get_running_loop().call_later(self.streams.lifetime, expired))
+
     # -- HTTP ------------------------------------------------------------------------------------
 
     async def _handle_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         params: dict[str, Any] = dict(request.query)
-        recorded = False
+        call: Call | None = None
         try:
             if request.method == "POST" and request.can_read_body:
                 if request.content_type == "application/json":
@@ -201,16 +247,20 @@ class LocalSlack(WebApi):
             if fault is not None:
                 await self.changed("fault", {"method": method, "status": fault.status, "params": params})
                 return fault_response(fault)
-            self.calls.append((method, params))
-            recorded = True
+            call = Call(method, params)
+            self.calls.append(call)
             handler = self.methods.get(method)
             if handler is None:
                 raise ApiError("unknown_method")
             result = {"ok": True, **handler(params)}
         except (ApiError, json.JSONDecodeError, UnicodeDecodeError) as error:
-            if not recorded:  # a refused call is still a call Slack received
-                self.calls.append((method, params))
+            if call is None:  # a refused call is still a call Slack received
+                call = Call(method, params)
+                self.calls.append(call)
             result = self.reject(method, params, error if isinstance(error, ApiError) else ApiError("invalid_json"))
+        call.result = result
+        if method == "chat.startStream" and result["ok"]:
+            self._wake_when_stream_ends(channel=result["channel"], ts=result["ts"])
         await self.changed(method, {"params": params, "result": result})
         return web.json_response(result)
 

@@ -3,7 +3,7 @@
 The bot's unmodified ``AsyncSocketModeHandler`` (slack_sdk's aiohttp client) connects here as
 it would to Slack: it asks ``apps.connections.open`` (with the app-level token, over the same
 HTTP Web API as every other call) for a WebSocket URL, connects, gets a ``hello``, and from then
-on receives slash commands and interactions as envelopes that it must ack with the envelope id,
+on receives slash commands, interactions and events as envelopes that it must ack with the envelope id,
 optionally carrying the response payload. Only the delivery of people's actions moves to the
 socket; the bot's own calls stay HTTP Web API calls, as with real Slack.
 
@@ -141,12 +141,11 @@ class SocketMode:
             raise ConnectionError("no Socket Mode connection: is the bot running `approval-bot socket`?")
         connection = live[-1]
         envelope_id = str(uuid.uuid4())
-        envelope = {
-            "envelope_id": envelope_id,
-            "payload": dict(payload),
-            "type": kind,
-            "accepts_response_payload": True,
-        }
+        envelope: dict[str, Any] = {"envelope_id": envelope_id, "payload": dict(payload), "type": kind}
+        if kind == "events_api":  # an event's ack carries nothing back; Slack says which delivery this is
+            envelope |= {"accepts_response_payload": False, "retry_attempt": 0, "retry_reason": ""}
+        else:
+            envelope["accepts_response_payload"] = True
         record: dict[str, Any] = {"envelope": envelope, "ack": None}
         self.envelopes.append(record)
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

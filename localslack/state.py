@@ -12,9 +12,9 @@ import copy
 import itertools
 import secrets
 import time
-from collections.abc import Iterable
 from typing import Any
 
+from localslack.calls import Call
 from localslack.limits import check_message, check_view
 
 
@@ -35,8 +35,9 @@ class SlackState:
         self.bot_user_id = bot_user_id
         self.bot_id = bot_id
         self.app_id = app_id
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        """Every Web API call in order, as ``(method, params)`` with JSON fields decoded."""
+        self.calls: list[Call] = []
+        """Every Web API call in order, as ``(method, params)`` with JSON fields decoded; each also
+        has ``at`` (when it came) and ``result`` (the answer), see ``calls.py``."""
         self.rejected: list[dict[str, Any]] = []
         """Everything Slack would have refused (method, error, errors, params); normally empty."""
         self.responses: list[dict[str, Any]] = []
@@ -48,7 +49,6 @@ class SlackState:
         self._open: list[str] = []
         self._ids = itertools.count(1)
         self._last_ts_us = 0
-        self._usergroups: dict[str, list[str]] = {}
 
     def reject(self, method: str, params: dict[str, Any], error: ApiError) -> dict[str, Any]:
         """Record a refusal and build the body Slack would answer with."""
@@ -80,6 +80,10 @@ class SlackState:
         """The thread's parent followed by its replies."""
         return [m for m in self.messages(channel) if m["ts"] == ts or m.get("thread_ts") == ts]
 
+    def stored_message(self, channel: str, ts: str) -> dict[str, Any] | None:
+        """The live channel message (not a copy), for the modules that change messages in place."""
+        return self._channels.get(channel, {}).get(ts)
+
     def message(self, channel: str, ts: str) -> dict[str, Any] | None:
         """The current state of one message, channel or ephemeral."""
         found = self._channels.get(channel, {}).get(ts) or self._ephemeral(channel, ts)
@@ -105,24 +109,6 @@ class SlackState:
 
     def view_user(self, view_id: str) -> str | None:
         return self._view_user[view_id]
-
-    # -- user groups -----------------------------------------------------------------------------
-
-    def set_usergroup(self, group: str, users: Iterable[str]) -> None:
-        """Make user group ``group`` (an ``S…`` id) have exactly ``users``, as an admin would;
-        ``usergroups.users.list`` answers with them from now on."""
-        if isinstance(users, str):
-            raise TypeError(f"set_usergroup({group!r}, ...) takes a list of user ids, not the string {users!r}")
-        self._usergroups[group] = list(users)
-
-    def remove_usergroup(self, group: str) -> None:
-        """Forget ``group``: ``usergroups.users.list`` answers ``no_such_subteam`` for it."""
-        self._usergroups.pop(group, None)
-
-    def usergroup_members(self, group: str) -> list[str] | None:
-        """The members of ``group``, or None for a group that does not exist."""
-        users = self._usergroups.get(group)
-        return list(users) if users is not None else None
 
     # -- messages --------------------------------------------------------------------------------
 
@@ -252,10 +238,10 @@ class SlackState:
         if not push:
             for view_id in stack:
                 self._open.remove(view_id)
-        view_id = f"V{next(self._ids):010d}"
+        view_id = self.new_view_id()
         stored = copy.deepcopy(view) | {"id": view_id, "team_id": self.team_id, "state": {"values": {}}}
         stored |= {k: view.get(k, "") for k in ("private_metadata", "callback_id", "external_id")}
-        stored |= {"hash": self._hash(), "root_view_id": self._views[stack[0]]["id"] if push else view_id}
+        stored |= {"hash": self.new_hash(), "root_view_id": self._views[stack[0]]["id"] if push else view_id}
         stored |= {
             "previous_view_id": stack[-1] if push else None,
             "app_id": self.app_id,
@@ -283,7 +269,7 @@ class SlackState:
         }
         fresh = copy.deepcopy(view) | {k: view.get(k, "") for k in ("private_metadata", "callback_id", "external_id")}
         stored.clear()
-        stored |= fresh | keep | {"hash": self._hash()}
+        stored |= fresh | keep | {"hash": self.new_hash()}
         return copy.deepcopy(stored)
 
     def apply_view_ack(self, *, view_id: str, status: int, body: Any) -> str:
@@ -321,7 +307,11 @@ class SlackState:
     def record_state_values(self, *, view_id: str, values: dict[str, Any]) -> None:
         self._views[view_id]["state"] = {"values": copy.deepcopy(values)}
 
-    def _hash(self) -> str:
+    def new_view_id(self) -> str:
+        return f"V{next(self._ids):010d}"
+
+    def new_hash(self) -> str:
+        """A view ``hash`` like Slack's; every change gets a new one, so a stale one can be told apart."""
         return f"{int(time.time())}.{secrets.token_hex(4)}"
 
 

@@ -1,7 +1,7 @@
 """How Slack's side hands a user action to the bot: a signed HTTP request, or a Socket Mode envelope.
 
 ``LocalSlackUser`` builds every payload once, in Slack's shape, and gives it to a transport
-with its Socket Mode envelope type (``slash_commands`` or ``interactive``). Each transport
+with its Socket Mode envelope type (``slash_commands``, ``interactive`` or ``events_api``). Each transport
 then encodes it the way Slack does on that path, so the payload code is never duplicated and
 the two paths cannot drift apart. The socket transport lives in ``socket_mode.py``.
 """
@@ -18,10 +18,12 @@ from urllib.parse import urlencode
 import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
-EnvelopeType = Literal["slash_commands", "interactive"]
-"""Socket Mode's names for the two kinds of request a person causes (slash command, interaction)."""
+EnvelopeType = Literal["slash_commands", "interactive", "events_api"]
+"""Socket Mode's names for the kinds of request Slack sends an app: a slash command, an
+interaction (click, submission), an Events API event (``app_home_opened``, ...)."""
 
 _FORM: Final = "application/x-www-form-urlencoded"
+_JSON: Final = "application/json"
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,10 @@ class Transport(Protocol):
 
 
 class HttpTransport:
-    """Slack's HTTP path: form-encoded, signed with the app's signing secret, POSTed to the bot's URL."""
+    """Slack's HTTP path: signed with the app's signing secret, POSTed to the bot's URL.
+
+    Commands and interactions are form-encoded; Events API callbacks are a JSON body.
+    """
 
     def __init__(self, *, bot_url: str, signing_secret: str) -> None:
         self.bot_url = bot_url
@@ -55,6 +60,8 @@ class HttpTransport:
         self._session: aiohttp.ClientSession | None = None
 
     async def deliver(self, *, kind: EnvelopeType, payload: Mapping[str, Any]) -> BotResponse:
+        if kind == "events_api":
+            return await self.post(json.dumps(payload).encode(), headers={"Content-Type": _JSON})
         # Slash commands arrive as plain form fields; interactions as one ``payload=<json>`` field.
         form = dict(payload) if kind == "slash_commands" else {"payload": json.dumps(payload)}
         return await self.post(urlencode(form).encode())
@@ -79,7 +86,7 @@ class HttpTransport:
         async with self._session.post(self.bot_url, data=body, headers=sent) as response:
             text = await response.text()
             parsed: Any = text
-            if text and response.content_type == "application/json":
+            if text and response.content_type == _JSON:
                 parsed = json.loads(text)
             return BotResponse(status=response.status, body=parsed, text=text, headers=dict(response.headers))
 

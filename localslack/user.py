@@ -1,9 +1,9 @@
-"""Slack's side towards the bot: slash commands, button clicks and modal submissions.
+"""Slack's side towards the bot: slash commands, button clicks, modal submissions and events.
 
 Payloads are built the way Slack builds them and handed to a transport (``transport.py``):
-by default signed, form-encoded HTTP posts to the bot's ``/slack/events`` URL, or Socket Mode
-envelopes over the bot's WebSocket (``socket_mode.py``), so Bolt's own parsing (and, over
-HTTP, its signature check) run unchanged. What a person could not do in the Slack client
+by default signed HTTP posts to the bot's ``/slack/events`` URL (form-encoded, or JSON for
+events), or Socket Mode envelopes over the bot's WebSocket (``socket_mode.py``), so Bolt's own
+parsing (and, over HTTP, its signature check) run unchanged. What a person could not do in the Slack client
 (click a button that is no longer shown, submit a modal with a required input empty) raises
 here instead of producing a payload Slack would never send.
 """
@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Final, Self
 
+from localslack.interactions import button_action, event_callback, find_button, state_values
 from localslack.server import LocalSlack
 from localslack.transport import BotResponse, HttpTransport, Transport
 
@@ -104,8 +105,9 @@ class LocalSlackUser:
         user_id: str,
         channel_id: str | None = None,
         allow_stale: bool = False,
+        value: str | None = None,
     ) -> BotResponse:
-        """Click the button whose text or action_id is ``label`` on ``message``.
+        """Click the button whose text or action_id is ``label`` (and value ``value``, if given) on ``message``.
 
         The button is looked up in the message as it is now, because that is all a person can
         click; ``allow_stale`` clicks the given (older) copy instead, to reproduce two people
@@ -114,7 +116,7 @@ class LocalSlackUser:
         channel = channel_id or str(message["channel"])
         current = self.slack.message(channel, str(message["ts"]))
         shown = dict(message) if allow_stale or current is None else current
-        block_id, button = _find_button(shown, label)
+        block_id, button = find_button(shown.get("blocks"), label, value=value, where=f"on message {shown.get('ts')}")
         ephemeral = bool(shown.get("is_ephemeral"))
         payload: dict[str, Any] = {
             "type": "block_actions",
@@ -134,16 +136,7 @@ class LocalSlackUser:
             "channel": {"id": channel, "name": self.slack.channel_name(channel)},
             "state": {"values": {}},
             "response_url": self.slack.new_response_url(channel=channel, message_ts=shown["ts"], user=user_id),
-            "actions": [
-                {
-                    "action_id": button.get("action_id"),
-                    "block_id": block_id,
-                    "text": button["text"],
-                    **{k: button[k] for k in ("value", "style") if k in button},
-                    "type": "button",
-                    "action_ts": f"{time.time():.6f}",
-                }
-            ],
+            "actions": [button_action(block_id, button)],
         }
         if not ephemeral:  # Slack leaves the message out for ephemeral containers
             payload["message"] = shown
@@ -160,7 +153,7 @@ class LocalSlackUser:
         current = self.slack.view(str(view["id"]))
         if current["id"] not in [v["id"] for v in self.slack.open_views()]:
             raise LookupError(f"view {current['id']} is not open: nobody can submit it")
-        state = _state_values(current, values)
+        state = state_values(current, values)
         self.slack.record_state_values(view_id=current["id"], values=state)
         submitted = self.slack.view(current["id"])
         payload: dict[str, Any] = {
@@ -179,6 +172,60 @@ class LocalSlackUser:
         effect = self.slack.apply_view_ack(view_id=current["id"], status=response.status, body=response.body)
         await self.slack.changed("view_submission", {"view_id": current["id"], "effect": effect})
         return response
+
+    async def send_event(self, event: Mapping[str, Any]) -> BotResponse:
+        """Deliver ``event`` (``{"type": ..., ...}``) as the Events API does: an ``event_callback``.
+
+        Over HTTP a signed JSON POST, over Socket Mode an ``events_api`` envelope. Slack only
+        wants a 200 (or an ack) back; nothing in the answer is shown to anyone.
+        """
+        payload = event_callback(
+            event,
+            token=LOCAL_VERIFICATION_TOKEN,
+            team_id=self.team_id,
+            api_app_id=self.api_app_id,
+            bot_user_id=self.slack.bot_user_id,
+        )
+        return await self.transport.deliver(kind="events_api", payload=payload)
+
+    async def open_home(self, *, user_id: str) -> BotResponse:
+        """Open the app's Home tab: ``app_home_opened`` with the home view the person sees, if any."""
+        event: dict[str, Any] = {
+            "type": "app_home_opened",
+            "user": user_id,
+            "channel": self.slack.dm_channel(user_id),
+            "tab": "home",
+            "event_ts": f"{time.time():.6f}",
+        }
+        home = self.slack.home(user_id)
+        if home is not None:
+            event["view"] = home
+        return await self.send_event(event)
+
+    async def click_home(self, *, user_id: str, label: str, value: str | None = None) -> BotResponse:
+        """Click a button on ``user_id``'s Home tab, by text or action_id (and ``value``, if given).
+
+        Slack sends a view container and the view, with no message, channel or response_url;
+        the trigger_id opens a modal. LookupError when there is no Home tab or no such button.
+        """
+        home = self.slack.home(user_id)
+        if home is None:
+            raise LookupError(f"{user_id} has no Home tab yet: the bot never published one (views.publish)")
+        block_id, button = find_button(home.get("blocks"), label, value=value, where=f"in {user_id}'s Home tab")
+        payload: dict[str, Any] = {
+            "type": "block_actions",
+            "user": self._user(user_id),
+            "api_app_id": self.api_app_id,
+            "token": LOCAL_VERIFICATION_TOKEN,
+            "container": {"type": "view", "view_id": home["id"]},
+            "trigger_id": self.slack.new_trigger_id(user_id=user_id),
+            "team": {"id": self.team_id, "domain": self.slack.team_domain},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "view": home,
+            "actions": [button_action(block_id, button)],
+        }
+        return await self.transport.deliver(kind="interactive", payload=payload)
 
     async def send_raw(
         self,
@@ -199,70 +246,3 @@ class LocalSlackUser:
     def _user(self, user_id: str) -> dict[str, str]:
         name = self.slack.user_name(user_id)
         return {"id": user_id, "username": name, "name": name, "team_id": self.team_id}
-
-
-def _find_button(message: Mapping[str, Any], label: str) -> tuple[str | None, dict[str, Any]]:
-    """The one button labelled (or with action_id) ``label``, with its block_id."""
-    found: list[tuple[str | None, dict[str, Any]]] = []
-    for block in message.get("blocks") or []:
-        candidates = list(block.get("elements") or []) if block.get("type") == "actions" else []
-        if block.get("type") == "section" and "accessory" in block:
-            candidates.append(block["accessory"])
-        for element in candidates:
-            if element.get("type") == "button" and label in (
-                element["text"].get("text"),
-                element.get("action_id"),
-            ):
-                found.append((block.get("block_id"), element))
-    if len(found) != 1:
-        shown = [
-            e["text"]["text"]
-            for b in message.get("blocks") or []
-            for e in (b.get("elements") or []) + ([b["accessory"]] if "accessory" in b else [])
-            if isinstance(e, dict) and e.get("type") == "button"
-        ]
-        what = "no button" if not found else f"{len(found)} buttons"
-        raise LookupError(f"{what} labelled {label!r} on message {message.get('ts')}; buttons shown: {shown}")
-    return found[0]
-
-
-def _state_values(view: Mapping[str, Any], values: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Build ``view.state.values`` in Slack's shape from plain values, for every input block."""
-    state: dict[str, dict[str, Any]] = {}
-    for block in view.get("blocks") or []:
-        if block.get("type") != "input":
-            continue
-        element = block["element"]
-        block_id, action_id, kind = block.get("block_id"), element.get("action_id"), element["type"]
-        value = values.get(block_id, {}).get(action_id)
-        if value in (None, "") and not block.get("optional"):
-            raise ValueError(f"input {block_id}/{action_id} is required: Slack would not let the user submit")
-        if isinstance(value, str) and kind == "plain_text_input":
-            low, high = element.get("min_length", 0), element.get("max_length", 3000)
-            if value and not low <= len(value) <= high:
-                raise ValueError(f"input {block_id}/{action_id} must be {low}..{high} characters")
-        state[block_id] = {action_id: {"type": kind, **_shaped(kind, element, value)}}
-    unknown = {f"{b}/{a}" for b, actions in values.items() for a in actions} - {
-        f"{b}/{a}" for b, actions in state.items() for a in actions
-    }
-    if unknown:
-        raise LookupError(f"no input block for {sorted(unknown)} in view {view.get('id')}")
-    return state
-
-
-def _shaped(kind: str, element: Mapping[str, Any], value: Any) -> dict[str, Any]:
-    """How Slack reports one input's value, per element type."""
-    if kind.endswith("static_select") or kind in ("radio_buttons", "checkboxes"):
-        options = {o["value"]: o for o in element.get("options") or []}
-        if kind.startswith("multi_") or kind == "checkboxes":
-            return {"selected_options": [options[v] for v in value or []]}
-        return {"selected_option": options[value] if value is not None else None}
-    if kind.endswith(("users_select", "conversations_select", "channels_select")):
-        noun = kind.removeprefix("multi_").removesuffix("s_select")
-        return {f"selected_{noun}s" if kind.startswith("multi_") else f"selected_{noun}": value}
-    key = {
-        "datepicker": "selected_date",
-        "timepicker": "selected_time",
-        "datetimepicker": "selected_date_time",
-    }
-    return {key.get(kind, "value"): value}

@@ -6,34 +6,24 @@ or raises ``ApiError`` with the error Slack would give. The HTTP layer lives in 
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from localslack.conversations import ConversationsApi
-from localslack.limits import check_message, check_view
-from localslack.metadata import check_metadata
+from localslack.conversations import checked_channel
+from localslack.directory import DirectoryApi
+from localslack.home import HomeTabs
+from localslack.limits import check_message
+from localslack.params import check_message_params, checked_view, required
 from localslack.state import ApiError
+from localslack.streams import STREAM_LIFETIME_SECONDS, Streams
 
 # Slack's rules: a trigger_id lives 3 s and is exchanged once; a response_url takes 5 posts in 30 min.
 TRIGGER_TTL_SECONDS: Final = 3.0
 RESPONSE_URL_USES: Final = 5
 RESPONSE_URL_TTL_SECONDS: Final = 30 * 60.0
-
-_JSON_FIELDS: Final = ("blocks", "attachments", "view", "metadata")
-_BOOL_FIELDS: Final = (
-    "reply_broadcast",
-    "replace_original",
-    "delete_original",
-    "unfurl_links",
-    "mrkdwn",
-    "include_all_metadata",
-    "inclusive",
-)
-_JSON_ERRORS: Final = {"blocks": "invalid_blocks_format", "metadata": "invalid_metadata_format"}
 
 
 @dataclass
@@ -52,7 +42,7 @@ class _ResponseUrl:
     uses: int = 0
 
 
-class WebApi(ConversationsApi):
+class WebApi(DirectoryApi):
     """The Web API methods a bot uses, and what a post to a response_url does."""
 
     def __init__(
@@ -66,12 +56,18 @@ class WebApi(ConversationsApi):
         users: Mapping[str, str] | None,
         channels: Mapping[str, str] | None,
         trigger_ttl: float,
+        streaming: bool = True,
+        stream_lifetime: float = STREAM_LIFETIME_SECONDS,
     ) -> None:
-        super().__init__(team_id=team_id, bot_user_id=bot_user_id, bot_id=bot_id, app_id=app_id)
+        super().__init__(
+            team_id=team_id, bot_user_id=bot_user_id, bot_id=bot_id, app_id=app_id, users=users, channels=channels
+        )
         self.team_domain = team_domain
         self.trigger_ttl = trigger_ttl
-        self._user_names = dict(users or {})
-        self._channel_names = dict(channels or {})
+        self.streams = Streams(state=self, enabled=streaming, lifetime=stream_lifetime)
+        """chat.startStream/appendStream/stopStream; see ``streams.py``."""
+        self.homes = HomeTabs(directory=self)
+        """views.publish and each person's Home tab; see ``home.py``."""
         self._triggers: dict[str, _Trigger] = {}
         self._response_urls: dict[str, _ResponseUrl] = {}
         self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -80,14 +76,19 @@ class WebApi(ConversationsApi):
             "chat.update": self._chat_update,
             "chat.postEphemeral": self._chat_post_ephemeral,
             "chat.delete": self._chat_delete,
+            "chat.getPermalink": self._chat_get_permalink,
             "views.open": self._views_open,
             "views.update": self._views_update,
             "views.push": self._views_push,
             "users.info": self._users_info,
             "usergroups.users.list": self._usergroups_users_list,
+            "usergroups.list": self._usergroups_list,
+            "users.conversations": self._users_conversations,
             "conversations.info": self._conversations_info,
             "conversations.replies": self._conversations_replies,
             "conversations.history": self._conversations_history,
+            **self.streams.methods,
+            **self.homes.methods,
         }
 
     @property
@@ -109,11 +110,24 @@ class WebApi(ConversationsApi):
         self._response_urls[token] = _ResponseUrl(channel, message_ts, user, time.monotonic())
         return f"{self.base_url}response/{token}"
 
-    def user_name(self, user_id: str) -> str:
-        return self._user_names.get(user_id, f"user-{user_id.lower()}")
+    @property
+    def workspace_url(self) -> str:
+        """``https://<team_domain>.slack.com/``, as auth.test answers it; message links start here."""
+        return f"https://{self.team_domain}.slack.com/"
 
-    def channel_name(self, channel_id: str) -> str:
-        return self._channel_names.get(channel_id, f"channel-{channel_id.lower()}")
+    # -- inspection: streams end on their own, so look at them as they are now --------------------
+
+    def messages(self, channel: str, *, top_level: bool = False) -> list[dict[str, Any]]:
+        self.streams.expire()
+        return super().messages(channel, top_level=top_level)
+
+    def message(self, channel: str, ts: str) -> dict[str, Any] | None:
+        self.streams.expire()
+        return super().message(channel, ts)
+
+    def home(self, user_id: str) -> dict[str, Any] | None:
+        """The Home tab view ``user_id`` sees now, or None before the bot published one."""
+        return self.homes.home(user_id)
 
     # -- response URLs ---------------------------------------------------------------------------
 
@@ -166,7 +180,7 @@ class WebApi(ConversationsApi):
 
     def _auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
         return {
-            "url": f"https://{self.team_domain}.slack.com/",
+            "url": self.workspace_url,
             "team": self.team_domain,
             "user": "approval-bot",
             "team_id": self.team_id,
@@ -176,40 +190,54 @@ class WebApi(ConversationsApi):
         }
 
     def _chat_post_message(self, params: dict[str, Any]) -> dict[str, Any]:
-        channel = _required(params, "channel", "channel_not_found")
-        _check(params)
+        channel = required(params, "channel", "channel_not_found")
+        check_message_params(params)
         message = self.post_message(channel=channel, params=params)
         return {"channel": channel, "ts": message["ts"], "message": message}
 
     def _chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
-        channel = _required(params, "channel", "channel_not_found")
-        ts = _required(params, "ts", "message_not_found")
-        _check(params, require_content=False)
+        channel = required(params, "channel", "channel_not_found")
+        ts = required(params, "ts", "message_not_found")
+        check_message_params(params, require_content=False)
+        self.streams.check_editable(channel=channel, ts=ts)
         message = self.edit_message(channel=channel, ts=ts, user=None, params=params, replace=False)
+        message.pop("stream", None)  # the local record of a stream, not part of Slack's message
         return {"channel": channel, "ts": ts, "text": message["text"], "message": message}
 
     def _chat_post_ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
-        channel = _required(params, "channel", "channel_not_found")
-        user = _required(params, "user", "user_not_in_channel")
-        _check(params)
+        channel = required(params, "channel", "channel_not_found")
+        user = required(params, "user", "user_not_in_channel")
+        check_message_params(params)
         return {"message_ts": self.post_ephemeral(channel=channel, user=user, params=params)["ts"]}
 
     def _chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
-        channel = _required(params, "channel", "channel_not_found")
-        ts = _required(params, "ts", "message_not_found")
+        channel = required(params, "channel", "channel_not_found")
+        ts = required(params, "ts", "message_not_found")
         self.delete_message(channel=channel, ts=ts, user=None)
         return {"channel": channel, "ts": ts}
 
+    def _chat_get_permalink(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``<workspace>/archives/<channel>/p<ts without the dot>``; a reply's link names its thread."""
+        channel = checked_channel(params)
+        message = self.stored_message(channel, required(params, "message_ts", "message_not_found"))
+        if message is None:
+            raise ApiError("message_not_found")
+        link = f"{self.workspace_url}archives/{channel}/p{message['ts'].replace('.', '')}"
+        thread_ts = message.get("thread_ts")
+        if thread_ts and thread_ts != message["ts"]:
+            link += f"?thread_ts={thread_ts}&cid={channel}"
+        return {"channel": channel, "permalink": link}
+
     def _views_open(self, params: dict[str, Any]) -> dict[str, Any]:
         user = self._exchange_trigger(params)
-        return {"view": self.open_view(view=_checked_view(params), user=user, push=False)}
+        return {"view": self.open_view(view=checked_view(params), user=user, push=False)}
 
     def _views_push(self, params: dict[str, Any]) -> dict[str, Any]:
         user = self._exchange_trigger(params)
-        return {"view": self.open_view(view=_checked_view(params), user=user, push=True)}
+        return {"view": self.open_view(view=checked_view(params), user=user, push=True)}
 
     def _views_update(self, params: dict[str, Any]) -> dict[str, Any]:
-        view = _checked_view(params)
+        view = checked_view(params)
         return {
             "view": self.update_view(
                 view_id=params.get("view_id"),
@@ -218,21 +246,6 @@ class WebApi(ConversationsApi):
                 hash_=params.get("hash"),
             )
         }
-
-    def _users_info(self, params: dict[str, Any]) -> dict[str, Any]:
-        user_id = str(params.get("user", ""))
-        if not user_id.startswith(("U", "W")):
-            raise ApiError("user_not_found")
-        name = self.user_name(user_id)
-        profile = {"display_name": name, "real_name": name, "real_name_normalized": name}
-        user = {"id": user_id, "team_id": self.team_id, "name": name, "real_name": name}
-        return {"user": user | {"tz": "UTC", "is_bot": user_id == self.bot_user_id, "profile": profile}}
-
-    def _usergroups_users_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        members = self.usergroup_members(_required(params, "usergroup", "no_such_subteam"))
-        if members is None:
-            raise ApiError("no_such_subteam")
-        return {"users": members}
 
     def _exchange_trigger(self, params: dict[str, Any]) -> str | None:
         trigger = self._triggers.get(str(params.get("trigger_id", "")))
@@ -244,41 +257,3 @@ class WebApi(ConversationsApi):
             raise ApiError("expired_trigger_id")
         trigger.used = True
         return trigger.user
-
-
-def decode(params: dict[str, Any]) -> dict[str, Any]:
-    """Undo form encoding: JSON fields arrive as strings and booleans as "true"/"1"."""
-    for key in _JSON_FIELDS:
-        if isinstance(params.get(key), str):
-            try:
-                params[key] = json.loads(params[key])
-            except json.JSONDecodeError:
-                raise ApiError(_JSON_ERRORS.get(key, "invalid_arguments")) from None
-    for key in _BOOL_FIELDS:
-        if isinstance(params.get(key), str):
-            params[key] = params[key].lower() in ("1", "true")
-    return params
-
-
-def _required(params: dict[str, Any], key: str, error: str) -> str:
-    value = params.get(key)
-    if not isinstance(value, str) or not value:
-        raise ApiError(error)
-    return value
-
-
-def _check(params: dict[str, Any], *, require_content: bool = True) -> None:
-    problem = check_message(params, require_content=require_content)
-    if problem is None and "metadata" in params:
-        problem = check_metadata(params["metadata"])
-    if problem is not None:
-        raise ApiError(*problem)
-
-
-def _checked_view(params: dict[str, Any]) -> dict[str, Any]:
-    view = params.get("view")
-    errors = check_view(view)
-    if errors:
-        raise ApiError("invalid_arguments", errors)
-    assert isinstance(view, dict)
-    return view

@@ -42,6 +42,24 @@ _CHANNEL_GSI: Any = {
     # alone; a listing reads the runs it names (without their state).
     "Projection": {"ProjectionType": "KEYS_ONLY"},
 }
+STARTER_INDEX = "by_starter"  # a person's runs, newest first: "my runs"
+_STARTER_GSI: Any = {
+    "IndexName": STARTER_INDEX,
+    "KeySchema": [
+        {"AttributeName": "started_by", "KeyType": "HASH"},
+        {"AttributeName": "created_at", "KeyType": "RANGE"},
+    ],
+    # Keys only, like by_channel: neither key ever changes, so no later write of a run
+    # touches this index. Only run items carry ``started_by`` (inbox and App Home items
+    # do not), so nothing else lands in it.
+    "Projection": {"ProjectionType": "KEYS_ONLY"},
+}
+# Indexes an older table may lack, in the order they are added, with the key attributes
+# an UpdateTable must define for each.
+_LATER_INDEXES: Any = (
+    (_CHANNEL_GSI, [{"AttributeName": "channel", "AttributeType": "S"}]),
+    (_STARTER_GSI, [{"AttributeName": "started_by", "AttributeType": "S"}]),
+)
 
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 5},
@@ -115,6 +133,7 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
                 {"AttributeName": "sweep_at", "AttributeType": "N"},
                 {"AttributeName": "channel", "AttributeType": "S"},
                 {"AttributeName": "created_at", "AttributeType": "N"},
+                {"AttributeName": "started_by", "AttributeType": "S"},
             ],
             KeySchema=[
                 {"AttributeName": "pk", "KeyType": "HASH"},
@@ -131,6 +150,7 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
                     "Projection": {"ProjectionType": "KEYS_ONLY"},
                 },
                 _CHANNEL_GSI,
+                _STARTER_GSI,
             ],
         )
         lines.append(f"created table {table}")
@@ -139,8 +159,7 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
             raise
         lines.append(f"table {table} exists")
     ddb.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 2, "MaxAttempts": 60})
-    if _add_channel_index(ddb, table):
-        lines.append(f"adding index {CHANNEL_INDEX} (DynamoDB builds it in the background)")
+    lines += _add_missing_indexes(ddb, table)
 
     ttl = ddb.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
     if ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
@@ -156,21 +175,38 @@ def create_table(*, table: str, bucket: str | None = None) -> list[str]:
     return lines
 
 
-def _add_channel_index(ddb: DynamoDBClient, table: str) -> bool:
-    """A table made by an earlier release lacks the channel index: add it (DynamoDB builds
-    it in the background; ``/graph runs`` answers once it is active)."""
+def _add_missing_indexes(ddb: DynamoDBClient, table: str) -> list[str]:
+    """Add the indexes a table made by an earlier release lacks, one at a time.
+
+    DynamoDB builds an added index in the background and creates only one per table at a
+    time (an UpdateTable adding a second while the first builds is refused). So each is
+    added once the indexes before it are active; when one is still being built, the
+    lines say to run this again later. The listing that needs an index answers once it is
+    active.
+    """
+    lines: list[str] = []
+    for gsi, attributes in _LATER_INDEXES:
+        name = gsi["IndexName"]
+        status = _index_status(ddb, table)
+        if name in status:
+            continue
+        building = sorted(n for n, s in status.items() if s != "ACTIVE")
+        if building:
+            lines.append(f"index {name} not added yet: run this again once {', '.join(building)} is active")
+            break
+        ddb.update_table(
+            TableName=table,
+            AttributeDefinitions=[*attributes, {"AttributeName": "created_at", "AttributeType": "N"}],
+            GlobalSecondaryIndexUpdates=[{"Create": gsi}],
+        )
+        lines.append(f"adding index {name} (DynamoDB builds it in the background)")
+    return lines
+
+
+def _index_status(ddb: DynamoDBClient, table: str) -> dict[str, str]:
+    """Each global index of ``table`` and its status (ACTIVE once it can be queried)."""
     described = ddb.describe_table(TableName=table)["Table"]
-    if any(i["IndexName"] == CHANNEL_INDEX for i in described.get("GlobalSecondaryIndexes", [])):
-        return False
-    ddb.update_table(
-        TableName=table,
-        AttributeDefinitions=[
-            {"AttributeName": "channel", "AttributeType": "S"},
-            {"AttributeName": "created_at", "AttributeType": "N"},
-        ],
-        GlobalSecondaryIndexUpdates=[{"Create": _CHANNEL_GSI}],
-    )
-    return True
+    return {i["IndexName"]: i.get("IndexStatus", "ACTIVE") for i in described.get("GlobalSecondaryIndexes", [])}
 
 
 STATE_PREFIX = "runs/"

@@ -197,6 +197,14 @@ def delivery_expression(
     else:
         sets.append("#stalled = :zero")
         removes.append("#stalled_at")
+    if delivery.progress is not None:
+        # The status message's ref is kept once recorded; ``shown`` is the rev this delivery
+        # put on it (a delivery of an older rev cannot run: the holder is the only one that
+        # shows progress while the run is leased, and a sweeper only after).
+        names["#progress"], names["#pmsg"], names["#pshown"] = "progress", "message", "shown"
+        values[":pmsg"] = wire(asdict(delivery.progress))
+        values[":pshown"] = wire(delivery.progress_shown or 0)
+        sets += ["#progress.#pmsg = if_not_exists(#progress.#pmsg, :pmsg)", "#progress.#pshown = :pshown"]
     if delivery.final is not None:
         names["#final"] = "final"
         values[":final"] = wire(asdict(delivery.final))

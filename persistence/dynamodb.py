@@ -20,6 +20,9 @@ Item layout (one table, ``pk``/``sk`` strings)::
 
 GSI ``sweep``: hash ``sweep_pk``, range ``sweep_at``, keys only.
 GSI ``by_channel``: hash ``channel``, range ``created_at``, keys only (``recent``).
+GSI ``by_starter``: hash ``started_by``, range ``created_at``, keys only (``started_by``).
+Inbox entries and App Home viewers are items of their own: see ``dynamo_inbox.py`` and
+``dynamo_home.py``.
 
 Why the state lives apart: a decision, a claim, a lease renewal and a delivery record
 are written several times per approval, the state once. DynamoDB bills a write by the
@@ -37,16 +40,25 @@ record the final message.
 from __future__ import annotations
 
 import contextlib
-import random
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
 from engine.audit import MAX_EVENTS, AuditEvent
-from engine.records import DEFAULT_VERDICTS, DELIVERY_GRACE_SECONDS, AskStatus, Decision, MessageRef, Run, RunStatus
+from engine.records import (
+    DEFAULT_VERDICTS,
+    DELIVERY_GRACE_SECONDS,
+    Ask,
+    AskStatus,
+    Decision,
+    MessageRef,
+    Run,
+    RunStatus,
+)
 from engine.store import (
     AskNotFound,
     Delivery,
@@ -60,13 +72,14 @@ from engine.store import (
 from engine.store_rules import apply_delivery, decided, known_to
 from persistence import aws, snapshots
 from persistence import dynamo_items as items
+from persistence.dynamo_home import DynamoHome
+from persistence.dynamo_inbox import DynamoInbox
 from persistence.dynamo_offload import Offloader, SnapshotMoved
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-_BATCH_ATTEMPTS = 5  # BatchGetItem rounds for keys left unprocessed
 _DECIDE_ATTEMPTS = 4  # a vote, then the approval it turned out to be, with a race or two
 INLINE_STATE_LIMIT = 2 * 1024  # encoded bytes kept in the record: less than a request's worth
 _READ_ATTEMPTS = 3
@@ -88,6 +101,8 @@ class DynamoRunStore:
         self._offload = Offloader(self._ddb, table, s3, bucket)
         self._retention = retention_days * 86400 if retention_days else 30 * 86400.0
         self._finished_ttl = retention_days is not None
+        self._inbox = DynamoInbox(self._ddb, table, retention=self._retention)
+        self._home = DynamoHome(self._ddb, table)
 
     # -- RunStore ------------------------------------------------------------------
 
@@ -543,19 +558,28 @@ class DynamoRunStore:
             Limit=limit,
         )
         keys = [{"pk": item["pk"], "sk": item["sk"]} for item in got.get("Items", [])]
-        runs: list[Run] = []
-        for attempt in range(_BATCH_ATTEMPTS):
-            if not keys:
-                break
-            if attempt:  # keys DynamoDB left unprocessed (throttled): back off, as its docs ask
-                time.sleep(0.05 * 2**attempt * random.uniform(0.5, 1.5))
-            request: Any = {self._table: {"Keys": keys, "ConsistentRead": False, **items.run_projection()}}
-            batch: Any = self._ddb.batch_get_item(RequestItems=request)
-            runs += [items.run_from_item(item) for item in batch.get("Responses", {}).get(self._table, [])]
-            keys = list(batch.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
-        if keys:
-            raise StoreUnavailable(f"listing {channel}: {len(keys)} runs left unread after {_BATCH_ATTEMPTS} tries")
+        runs = self._inbox.read_runs(keys, consistent=False, what=f"listing {channel}")
         return sorted(runs, key=lambda r: r.created_at, reverse=True)
+
+    @aws.mapped
+    def started_by(self, user: str, *, limit: int = 20) -> list[Run]:
+        return self._inbox.started_by(user, limit=limit)
+
+    @aws.mapped
+    def index_asks(self, run: Run) -> None:
+        self._inbox.index(run)
+
+    @aws.mapped
+    def pending_for(self, principals: Sequence[str], *, limit: int = 50) -> list[tuple[Run, Ask]]:
+        return self._inbox.pending(principals, limit=limit)
+
+    @aws.mapped
+    def saw_home(self, user: str, *, at: float) -> None:
+        self._home.saw_home(user, at=at)
+
+    @aws.mapped
+    def home_viewers(self, *, since: float) -> dict[str, float]:
+        return self._home.home_viewers(since=since)
 
     @aws.mapped
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:

@@ -9,6 +9,9 @@ read, so the read and the write form one atomic step across processes; the ``WHE
 version = ?`` on each UPDATE restates the condition so a mistake there shows up as a
 conflict, never as a lost update.
 
+The approvals inbox and App Home viewers live in tables of their own (``sqlite_inbox.py``),
+written inside the same transactions as the runs they index.
+
 Each thread gets its own connection: sqlite3 connections must not be used from two
 threads at once, and one connection per thread lets WAL readers run in parallel.
 """
@@ -20,12 +23,12 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
 from engine.audit import AuditEvent
-from engine.records import Decision, MessageRef, Run, RunStatus
+from engine.records import Ask, Decision, MessageRef, Run, RunStatus
 from engine.store import (
     Delivery,
     Lease,
@@ -36,7 +39,7 @@ from engine.store import (
     VersionConflict,
 )
 from engine.store_rules import apply_delivery, decided, noted
-from persistence import snapshots
+from persistence import snapshots, sqlite_inbox
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -51,6 +54,8 @@ _UPDATED_AT = "json_extract(doc, '$.updated_at')"
 # A channel's runs, newest first (``recent``).
 _CHANNEL = "json_extract(doc, '$.channel')"
 _CREATED_AT = "json_extract(doc, '$.created_at')"
+# A person's runs, newest first (``started_by``).
+_STARTED_BY = "json_extract(doc, '$.started_by')"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs (
@@ -63,6 +68,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_sweep_at ON runs (sweep_at) WHERE sweep_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS runs_finished ON runs ({_UPDATED_AT}) WHERE {_IS_FINISHED};
 CREATE INDEX IF NOT EXISTS runs_by_channel ON runs ({_CHANNEL}, {_CREATED_AT});
+CREATE INDEX IF NOT EXISTS runs_by_starter ON runs ({_STARTED_BY}, {_CREATED_AT});
 """
 
 
@@ -97,6 +103,7 @@ class SqliteRunStore:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            sqlite_inbox.migrate(conn)
 
     # -- connections ---------------------------------------------------------------
 
@@ -143,6 +150,7 @@ class SqliteRunStore:
                     "INSERT INTO runs (run_id, version, doc, snapshot, sweep_at) VALUES (?, ?, ?, ?, ?)",
                     (run.run_id, run.version, _doc(run), blob, run.sweep_at),
                 )
+                sqlite_inbox.reindex(conn, run)
         except sqlite3.IntegrityError as exc:
             raise RunExists(run.run_id) from exc
 
@@ -191,6 +199,7 @@ class SqliteRunStore:
             )  # raises (and rolls back, nothing written) when refused
             if run is not None and new is not run:
                 self._update(conn, new, expected_version=run.version)
+                sqlite_inbox.reindex(conn, new)
         return new
 
     @_mapped
@@ -259,6 +268,7 @@ class SqliteRunStore:
                 )
             if cursor.rowcount != 1:
                 raise VersionConflict(f"{run.run_id}: expected version {expected_version}")
+            sqlite_inbox.reindex(conn, stored)
         return stored.evolve(snapshot=run.snapshot if stored.state_ref is not None else None)
 
     @_mapped
@@ -279,6 +289,35 @@ class SqliteRunStore:
         return [_run(r[0], None) for r in rows]
 
     @_mapped
+    def started_by(self, user: str, *, limit: int = 20) -> list[Run]:
+        rows = self._conn().execute(
+            f"SELECT doc FROM runs WHERE {_STARTED_BY} = ? ORDER BY {_CREATED_AT} DESC LIMIT ?", (user, limit)
+        )
+        return [_run(r[0], None) for r in rows]
+
+    @_mapped
+    def index_asks(self, run: Run) -> None:
+        # Every write that changes asks keeps the inbox exact already; this re-derives the
+        # rows from the record as stored, not from the caller's copy (which may be older).
+        with self._write() as conn:
+            stored = self._read(conn, run.run_id)
+            if stored is not None:
+                sqlite_inbox.reindex(conn, stored)
+
+    @_mapped
+    def pending_for(self, principals: Sequence[str], *, limit: int = 50) -> list[tuple[Run, Ask]]:
+        return sqlite_inbox.pending(self._conn(), principals, limit=limit)
+
+    @_mapped
+    def saw_home(self, user: str, *, at: float) -> None:
+        with self._write() as conn:
+            sqlite_inbox.saw_home(conn, user, at=at)
+
+    @_mapped
+    def home_viewers(self, *, since: float) -> dict[str, float]:
+        return sqlite_inbox.home_viewers(self._conn(), since=since)
+
+    @_mapped
     def stuck(self, *, now: float, limit: int = 25) -> list[str]:
         rows = self._conn().execute(
             "SELECT run_id FROM runs WHERE sweep_at IS NOT NULL AND sweep_at <= ? ORDER BY sweep_at LIMIT ?",
@@ -293,6 +332,10 @@ class SqliteRunStore:
         many. The SQLite counterpart of DynamoDB's TTL on finished runs (``RUN_RETENTION_DAYS``).
         """
         with self._write() as conn:
+            # A finished run has no pending ask (its last save emptied its inbox rows);
+            # the rows go with it all the same, should one have been left.
+            purged = f"SELECT run_id FROM runs WHERE {_IS_FINISHED} AND {_UPDATED_AT} < ?"
+            conn.execute(f"DELETE FROM inbox WHERE run_id IN ({purged})", (now - older_than,))
             cursor = conn.execute(
                 f"DELETE FROM runs WHERE {_IS_FINISHED} AND {_UPDATED_AT} < ?",
                 (now - older_than,),

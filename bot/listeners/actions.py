@@ -29,6 +29,12 @@ WITH_MODAL = re.compile(r"^ask:(reply|reject)\Z")
 MALFORMED = "This button is malformed; nothing was decided."
 
 
+def in_home(body: dict[str, Any]) -> bool:
+    """The click came from the App Home tab (a view container), not from a card."""
+    container = body.get("container") or {}
+    return container.get("type") == "view" and (body.get("view") or {}).get("type") == "home"
+
+
 def _verdict(action: dict[str, Any]) -> Verdict:
     return verdict_from_action_id(str(action["action_id"]))
 
@@ -49,6 +55,7 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
             decision=Decision(verdict=_verdict(action), user=body["user"]["id"], at=time.time()),
             card=clicked_card(body),
             response_url=str(body.get("response_url") or ""),
+            where="home" if in_home(body) else "card",
         )
         try:
             await handoff.submit(work)

@@ -1,5 +1,5 @@
-"""The slash command: ``/graph run <graph> <task>``, ``list``, ``runs``, ``status <run id>``,
-``cancel <run id>``, ``audit <run id>`` and ``help``.
+"""The slash command: ``/graph run <graph> <task>``, ``list``, ``runs``, ``pending``,
+``status <run id>``, ``cancel <run id>``, ``audit <run id>`` and ``help``.
 
 The ack answers what needs no graph code (help, usage errors) at once; starting a run,
 listing graphs or the channel's runs, showing a run's status, cancelling and showing an
@@ -23,6 +23,7 @@ from bot.work import (
     RUN_ID,
     CancelRun,
     ListGraphs,
+    ListPending,
     ListRuns,
     ShowAudit,
     ShowStatus,
@@ -37,7 +38,7 @@ MAX_TASK_CHARS = 4000
 
 @dataclass(frozen=True, kw_only=True)
 class Command:
-    action: Literal["run", "list", "help", "cancel", "audit", "runs", "status"]
+    action: Literal["run", "list", "help", "cancel", "audit", "runs", "status", "pending"]
     graph: str = ""
     task: str = ""
     run_id: str = ""
@@ -58,10 +59,10 @@ def parse_command(text: str) -> Command:
     if not words or words[0].lower() == "help":
         return Command(action="help")
     verb = words[0].lower()
-    if verb in ("list", "runs"):
+    if verb in ("list", "runs", "pending"):
         if len(words) > 1:
             raise UsageError(f"`{verb}` takes no arguments.")
-        return Command(action="list" if verb == "list" else "runs")
+        return Command(action="list" if verb == "list" else "runs" if verb == "runs" else "pending")
     if verb == "run":
         if len(words) < 2:
             raise UsageError("Name the graph to run.")
@@ -121,6 +122,8 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
             work = ShowStatus(
                 run_id=parsed.run_id, user=command["user_id"], response_url=response_url, channel=command["channel_id"]
             )
+        elif parsed.action == "pending":
+            work = ListPending(user=command["user_id"], response_url=response_url)
         elif parsed.action == "runs":
             work = ListRuns(channel=command["channel_id"], user=command["user_id"], response_url=response_url)
         else:

@@ -53,7 +53,10 @@ class ModalTarget:
     message_ts: str
 
     @property
-    def card(self) -> MessageRef:
+    def card(self) -> MessageRef | None:
+        """None for a modal opened from App Home: the card is wherever the store says."""
+        if not self.channel:
+            return None
         return MessageRef(channel=self.channel, ts=self.message_ts)
 
 
@@ -215,6 +218,8 @@ def modal_text(view_state_values: dict[str, Any]) -> str | None:
 def _validate_target(run_id: object, ask_key: object, channel: object, ts: object) -> tuple[str, str, str, str]:
     run = validate_id(run_id, what="run id")
     key = validate_id(ask_key, what="ask key")
+    if channel == "" and ts == "":  # opened from App Home, not from a card
+        return run, key, "", ""
     if not isinstance(channel, str) or not _CHANNEL.match(channel):
         raise ValueError(f"channel must match {_CHANNEL.pattern}, got {str(channel)[:80]!r}")
     if not isinstance(ts, str) or not _MESSAGE_TS.match(ts):

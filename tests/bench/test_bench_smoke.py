@@ -15,6 +15,8 @@ import pytest
 from bench.run import Plan, collect, well_formed
 from graph_defs.registry import unregister
 
+pytestmark = pytest.mark.long  # run with `python -m pytest -m long`
+
 
 @pytest.fixture(autouse=True)
 def forget_bench_graphs() -> Iterator[None]:

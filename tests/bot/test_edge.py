@@ -387,7 +387,7 @@ def _event(kind: str, **event: Any) -> dict[str, Any]:
 
 
 UNHANDLED: list[Any] = [
-    pytest.param(JSON, _event("app_home_opened", user="U0ALICE", channel="D0ALICE", tab="home"), id="app_home_opened"),
+    pytest.param(JSON, _event("app_home_opened", user="U0ALICE", channel="D0ALICE", tab="messages"), id="messages_tab"),
     pytest.param(JSON, _event("app_mention", user="U0ALICE", text="<@U0LOCALBOT> hi", channel=CHANNEL), id="mention"),
     pytest.param(JSON, _event("message", user="U0ALICE", text="hi", channel=CHANNEL, ts="1.2"), id="message"),
     pytest.param(JSON, {"type": "app_rate_limited", "minute_rate_limited": 1518467820, "team_id": "T1"}, id="limited"),

@@ -215,7 +215,7 @@ def test_real_shaped_team_and_enterprise_ids_are_accepted(team: str, enterprise:
                 "token": "verification_token",
                 "team_id": "T0111",
                 "api_app_id": "A0111",
-                "event": {"type": "app_home_opened", "user": "U0111", "channel": "D0111", "tab": "home"},
+                "event": {"type": "app_mention", "user": "U0111", "channel": "C0111", "text": "hi"},
                 "type": "event_callback",
                 "event_id": "Ev0111",
                 "event_time": 1599616881,
@@ -493,3 +493,16 @@ def test_inspect_never_raises_and_always_answers_in_one_line(seed: Callable[[], 
     inspection = _check(inspect(body, command=COMMAND))
     assert (inspection.kind is None) == (inspection.problem is not None)
     json.dumps(inspection.problem)  # a reason is plain text
+
+
+def test_the_home_tab_opening_is_handled_and_checked() -> None:
+    envelope = {
+        "type": "event_callback",
+        "team_id": "T0111",
+        "event": {"type": "app_home_opened", "user": "U0111", "channel": "D0111", "tab": "home"},
+    }
+    assert inspect(envelope, command="/graph").kind is Kind.HOME_OPENED
+    forged = {**envelope, "event": {**envelope["event"], "user": "<!channel>"}}
+    assert inspect(forged, command="/graph").problem is not None
+    messages_tab = {**envelope, "event": {**envelope["event"], "tab": "messages"}}
+    assert inspect(messages_tab, command="/graph").kind is Kind.IGNORED

@@ -89,3 +89,10 @@ def test_wrap_keeps_words_styles_and_indents_continuations() -> None:
 def test_wrap_cuts_a_word_longer_than_the_line_and_keeps_hard_breaks() -> None:
     texts = [paint(w, color=False) for w in wrap([Run("x" * 50 + "\nnext")], 20)]
     assert texts == ["x" * 20, "  " + "x" * 18, "  " + "x" * 12, "next"]
+
+
+def test_the_status_message_and_home_tab_shortcodes_are_emoji_and_channels_are_named() -> None:
+    shown = plain(":white_circle: :large_blue_circle: :raised_hand: :gear: :information_source:", user_name=_name)
+    assert shown == "⚪ 🔵 ✋ ⚙ \u2139"
+    channels = {"C0DEMO": "demo"}
+    assert plain("in <#C0DEMO> and <#C0OTHER>", user_name=lambda c: channels.get(c, c)) == "in #demo and #C0OTHER"

@@ -73,3 +73,10 @@ async def test_text_over_slacks_limit_and_odd_card_numbers_are_one_line_and_clic
         assert await _handle(session, line) is True
         assert stream.getvalue().startswith("  which card?"), stream.getvalue()
     assert user.clicks == []
+
+
+def test_a_walk_through_step_waits_longer_than_the_bot_takes_between_two_status_edits() -> None:
+    from bot.progress import UPDATE_INTERVAL
+    from demo.session import STEP_QUIET
+
+    assert STEP_QUIET > UPDATE_INTERVAL

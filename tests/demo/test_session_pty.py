@@ -1,10 +1,11 @@
 """The interactive demo as a new user meets it: a real ``approval-bot demo`` in an 80x24 terminal.
 
 One session makes every mistake a person makes on a first try, runs two graphs to the end
-and leaves one waiting, then presses Ctrl-C; another runs the README's graph example from
-its folder and ends with Ctrl-D. After each typed line the prompt must be the last thing
-on screen, also when cards arrive while it is showing; no line may be wider than the
-terminal; no traceback or logged error may appear; the temporary folder must be gone.
+and leaves one waiting (which a Home tab then lists), then presses Ctrl-C; another runs the
+README's graph example from its folder and ends with Ctrl-D. After each typed line the
+prompt must be the last thing on screen, also when cards arrive while it is showing; no
+line may be wider than the terminal; no traceback or logged error may appear; the
+temporary folder must be gone.
 """
 
 from __future__ import annotations
@@ -85,6 +86,15 @@ def test_every_mistake_is_answered_and_ctrl_c_ends_with_a_summary(folders: tuple
         demo.typed += ["/graph run release-check 2.0.0", "cards"]
         assert "card 3: Approve Reject Reply" in demo.step("ds")
         assert "Rejected by @alice" in demo.step("reject 3", "card 3 updated")  # the reason is optional
+
+        # The Home tab lists what waits for its viewer: nothing for alice, who started this
+        # run; card 4 for bob, numbered as he may answer it there.
+        assert "Nothing waits for you" in demo.step("home", "@alice's Home tab")
+        demo.step("as bob")
+        shown = demo.step("home", "@bob's Home tab")
+        assert "ask 1: [Approve] [Reject] [Reply]" in shown and "ask 2:" not in shown
+        refused = " ".join(demo.step("home approve 2").split())
+        assert "there is no ask 2 in @bob's Home tab (asks are 1 to 1)" in refused
 
         status = demo.finish("\x03")
     finally:

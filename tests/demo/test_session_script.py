@@ -16,6 +16,7 @@ from demo.mrkdwn import cols
 from tests.demo.pty_demo import SCRIPT
 
 COLUMNS = 40
+TYPED = re.compile(r"@[a-z]+ in #demo> ")  # the prompt before each typed line, in words
 # A deployment's settings: each one, if the demo read it, sends its runs elsewhere or breaks it.
 DEPLOYED = {
     "DYNAMODB_TABLE": "approval-runs",
@@ -54,6 +55,7 @@ def test_the_walk_through_ignores_a_deployed_environment_and_fits_40_columns(tmp
     said = " ".join(done.stdout.split())  # wrapped to 40 columns: compare words
     assert said.endswith("Demo finished: 4 runs finished, 5 cards answered.")
     _the_payout_policy_held(said)
+    _progress_and_home_shown(said)
     assert done.stderr == ""
     # What the demo prints fits the width; the echoed script lines are what a person typed.
     echoed = re.compile(r"^@[a-z]+ in #demo> ")
@@ -88,10 +90,24 @@ def test_the_demo_owns_its_environment() -> None:
     }
 
 
+def _progress_and_home_shown(said: str) -> None:
+    """Each run's status message, once whole and then a line per change; bob's Home tab."""
+    assert "┌─ run 1 status ─" in said and "run 1 status: ✓ planner · done" in said
+    assert "run 1 status: Completed · 3 nodes" in said and "┌─ run 4 status ─" in said
+    steps = TYPED.split(said)
+    opened = next(i for i, step in enumerate(steps) if step.startswith("home "))
+    assert "@bob's Home tab" in steps[opened] and "ask 1: [Approve] [Reject] [Reply]" in steps[opened]
+    assert "ask 2" not in steps[opened]  # alice answered the other sign-off on its card
+    clicked = steps[opened + 1]
+    assert clicked.startswith("home approve 1") and "Approved by @bob" in clicked
+    assert clicked.index("Approved by @bob") < clicked.index("@bob's Home tab")  # then the tab, refreshed
+    assert "Nothing waits for you" in clicked and "Release 2.0.0: GO" in clicked
+
+
 def _the_payout_policy_held(said: str) -> None:
     """The walk-through's last run: two named approvers, one approval each, never the requester."""
     payout = said[said.index("@you in #demo> /graph run payout") :]
-    steps = payout.split(" in #demo> ")[1:]  # each typed line with what it brought, in order
+    steps = TYPED.split(payout)[1:]  # each typed line with what it brought, in order
     assert [step.split(" ")[:2] for step in steps[1:7]] == [
         ["approve", "5"],
         ["as", "alice"],

@@ -135,3 +135,37 @@ def test_escapes_and_tabs_in_graph_output_are_shown_not_obeyed() -> None:
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", shown)
     assert "^[]0;pwned^G" in shown and "^[[31m" in shown.split("\n")[0]
     assert all(cols(line) <= 40 for line in shown.split("\n")), shown
+
+
+STREAM = {
+    "state": "streaming",
+    "display": "plan",
+    "plan": "deploy: billing 1.2.3",
+    "markdown": "",
+    "tasks": {
+        "planner": {"title": "planner · done", "status": "complete", "details": "", "output": ""},
+        "deployer": {"title": "deployer · *running*", "status": "in_progress", "details": "", "output": ""},
+        "reporter": {"title": "reporter · not started", "status": "pending", "details": "", "output": ""},
+        "checker": {"title": "checker · failed", "status": "error", "details": "", "output": "timed out"},
+    },
+}
+
+
+def test_a_streamed_message_shows_its_plan_and_tasks_as_slack_draws_them() -> None:
+    message = {"text": "deploy: billing 1.2.3\n✓ planner · done", "stream": STREAM}
+    lines = render_message(message, label="run 1 status", user_name=_name).split("\n")
+    assert lines[1:-1] == [
+        "│ deploy: billing 1.2.3",
+        "│ ✓ planner · done",
+        "│ ◐ deployer · *running*",  # a task's title is plain text, not mrkdwn
+        "│ ○ reporter · not started",
+        "│ ✗ checker · failed",
+        "│   timed out",
+    ]
+    shown = render_message(message, label="run 1 status", user_name=_name, color=True)
+    assert "\x1b[1mdeploy: billing 1.2.3\x1b[0m" in shown and "\x1b[32m✓ \x1b[0m" in shown
+
+
+def test_a_streamed_message_edited_since_shows_the_edit() -> None:
+    edited = {"text": "Completed", "stream": STREAM, "edited": {"ts": "1.2"}, "blocks": [_section("*Completed*")]}
+    assert render_message(edited, label="run 1 status", user_name=_name).split("\n")[1:-1] == ["│ Completed"]

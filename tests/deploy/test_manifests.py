@@ -1,7 +1,7 @@
 """The Slack app manifests: HTTP (Lambda or `approval-bot serve`) and Socket Mode.
 
 Both ask for exactly the scopes the Web API methods the bot calls need, and nothing
-for features it does not have (no event subscriptions, no user scopes).
+for features it does not have (one event, app_home_opened; no user scopes).
 """
 
 from __future__ import annotations
@@ -33,9 +33,23 @@ METHOD_SCOPES: dict[str, str | None] = {
     "views_open": None,  # needs only the trigger_id of a click
     "auth_test": None,
     "usergroups_users_list": "usergroups:read",  # members of a group a policy names
+    "usergroups_list": "usergroups:read",  # the groups one person is in (their inbox)
+    "users_conversations": "channels:read",  # the channels one person is in; groups:read for private ones
+    "chat_startStream": "chat:write",  # the status message, streamed
+    "chat_appendStream": "chat:write",
+    "chat_stopStream": "chat:write",
+    "views_publish": None,  # the App Home tab
 }
-PRIVATE_CHANNEL_TWIN = {"channels:history": "groups:history"}
-EXPECTED_SCOPES = {"commands", "chat:write", "channels:history", "groups:history", "usergroups:read"}
+PRIVATE_CHANNEL_TWIN = {"channels:history": "groups:history", "channels:read": "groups:read"}
+EXPECTED_SCOPES = {
+    "commands",
+    "chat:write",
+    "channels:history",
+    "groups:history",
+    "usergroups:read",
+    "channels:read",
+    "groups:read",
+}
 
 _API_CALL = re.compile(
     r"\.((?:chat|views|conversations|auth|users|reactions|files|pins|bookmarks|apps|bots|"
@@ -93,18 +107,23 @@ def test_the_slash_command_is_the_default_one(manifest: Manifest) -> None:
 
 def test_no_features_the_bot_does_not_have(manifest: Manifest) -> None:
     settings = manifest["settings"]
-    assert "event_subscriptions" not in settings
+    assert settings["event_subscriptions"]["bot_events"] == ["app_home_opened"]  # the one event it handles
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["token_rotation_enabled"] is False
-    assert set(manifest["features"]) == {"bot_user", "slash_commands"}
+    assert set(manifest["features"]) == {"bot_user", "slash_commands", "app_home"}
+    assert manifest["features"]["app_home"] == {"home_tab_enabled": True, "messages_tab_enabled": False}
 
 
 def test_the_http_manifest_points_both_urls_at_the_bot() -> None:
     manifest = _load(HTTP)
     assert manifest["settings"]["socket_mode_enabled"] is False
     (command,) = manifest["features"]["slash_commands"]
-    urls = [command["url"], manifest["settings"]["interactivity"]["request_url"]]
-    assert urls == ["https://YOUR-URL/slack/events"] * 2
+    urls = [
+        command["url"],
+        manifest["settings"]["interactivity"]["request_url"],
+        manifest["settings"]["event_subscriptions"]["request_url"],
+    ]
+    assert urls == ["https://YOUR-URL/slack/events"] * 3
     assert '"/slack/events"' in (REPO / "bot" / "server.py").read_text()
 
 

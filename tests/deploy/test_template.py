@@ -297,10 +297,12 @@ def test_dynamodb_actions_are_exactly_the_calls_the_store_makes(cfn: Template) -
     statements = role_statements(cfn)
     assert set(statements["RunStore"]["Action"]) == called
     assert statements["RunStore"]["Resource"] == {"Fn::GetAtt": [TABLE, "Arn"]}
-    # The sweeper queries the sweep index, /graph runs the channel index; nothing else touches one.
+    # The sweeper queries the sweep index, /graph runs the channel index, a person's runs the
+    # starter index; nothing else touches one.
     assert as_list(statements["Indexes"]["Action"]) == ["dynamodb:Query"]
     assert as_list(statements["Indexes"]["Resource"]) == [
-        {"Fn::Sub": f"${{{TABLE}.Arn}}/index/{index}"} for index in (aws.SWEEP_INDEX, aws.CHANNEL_INDEX)
+        {"Fn::Sub": f"${{{TABLE}.Arn}}/index/{index}"}
+        for index in (aws.SWEEP_INDEX, aws.CHANNEL_INDEX, aws.STARTER_INDEX)
     ]
     every_dynamodb_action = {a for s in statements.values() for a in as_list(s["Action"]) if a.startswith("dynamodb:")}
     assert every_dynamodb_action == called
@@ -625,7 +627,11 @@ def test_the_table_is_the_one_create_table_makes(
     )
     assert table["KeySchema"] == made["KeySchema"]
     assert table["GlobalSecondaryIndexes"] == made["GlobalSecondaryIndexes"]
-    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == [aws.SWEEP_INDEX, aws.CHANNEL_INDEX]
+    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == [
+        aws.SWEEP_INDEX,
+        aws.CHANNEL_INDEX,
+        aws.STARTER_INDEX,
+    ]
     assert table["TimeToLiveSpecification"] == ddb.calls["update_time_to_live"]["TimeToLiveSpecification"]
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert table["SSESpecification"]["SSEEnabled"] is True

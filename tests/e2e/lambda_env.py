@@ -42,7 +42,9 @@ SLACK_ACK_LIMIT: Final = 3.0
 """Slack drops an answer that takes longer than this (its hard limit, not a target)."""
 WORK_FIELDS: Final = {
     "start": {"kind", "run_id", "graph", "task", "user", "channel", "response_url"},
-    "decide": {"kind", "run_id", "ask_key", "decision", "card", "response_url"},
+    "decide": {"kind", "run_id", "ask_key", "decision", "card", "response_url", "where"},
+    "home": {"kind", "user"},
+    "pending": {"kind", "user", "response_url"},
     "pick_up": {"kind", "run_id"},
     "sweep_run": {"kind", "run_id"},
 }

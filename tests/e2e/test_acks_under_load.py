@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from engine.records import RunStatus
 from localslack import LocalSlack, LocalSlackUser
 from tests.e2e.conftest import (
@@ -39,6 +41,8 @@ from tests.e2e.conftest import (
     run_of,
 )
 from tests.support.source_graphs import BLOB_BYTES_VARIABLE
+
+pytestmark = pytest.mark.long  # run with `python -m pytest -m long`
 
 BLOB_BYTES = 45_000_000  # base64: ~60 MB of text in the conversation
 MIN_STATE_CHARS = 59_000_000  # the state as the graph serialized it (before the store compresses it)

@@ -63,7 +63,11 @@ class Backend:
         """Every stored piece of snapshot outside a run item: chunk keys and S3 keys."""
         if not self.dynamo:
             return set()
-        found = {f"{i['pk']['S']}/{i['sk']['S']}" for i in self.items() if i["sk"]["S"] != "run"}
+        found = {
+            f"{i['pk']['S']}/{i['sk']['S']}"
+            for i in self.items()
+            if i["pk"]["S"].startswith("run#") and i["sk"]["S"] != "run"  # not inbox or App Home items
+        }
         if self.bucket:
             listing = boto3.client("s3").list_objects_v2(Bucket=self.bucket)
             found |= {o["Key"] for o in listing.get("Contents", [])}

@@ -77,7 +77,7 @@ def test_a_corrupt_sqlite_file_is_broken(tmp_path: Path) -> None:
 def test_a_listing_whose_runs_stay_unprocessed_backs_off_then_gives_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """BatchGetItem answers 200 with keys left unprocessed when throttled: botocore does not
     retry those, so the store does, with a backoff, a few times, then says so."""
-    from persistence import dynamodb
+    from persistence import dynamo_inbox
     from persistence.dynamodb import DynamoRunStore
 
     key = {"pk": {"S": "run#r1"}, "sk": {"S": "run"}}
@@ -93,9 +93,9 @@ def test_a_listing_whose_runs_stay_unprocessed_backs_off_then_gives_up(monkeypat
             return {"Responses": {}, "UnprocessedKeys": {"t": {"Keys": [key]}}}
 
     sleeps: list[float] = []
-    monkeypatch.setattr(dynamodb.time, "sleep", sleeps.append)
+    monkeypatch.setattr(dynamo_inbox.time, "sleep", sleeps.append)
     store = DynamoRunStore("t", client=Throttled())  # type: ignore[arg-type]
     with pytest.raises(StoreUnavailable):
         store.recent(channel="C1")
-    assert Throttled.calls == dynamodb._BATCH_ATTEMPTS and len(sleeps) == dynamodb._BATCH_ATTEMPTS - 1
+    assert Throttled.calls == dynamo_inbox._ATTEMPTS and len(sleeps) == dynamo_inbox._ATTEMPTS - 1
     assert all(s > 0 for s in sleeps), "every retry waited"

@@ -7,6 +7,7 @@ Loaded by the engine tests directly and by the bot under test through
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -237,6 +238,34 @@ def tool_gate_test() -> Graph:
     )
     builder = GraphBuilder()
     builder.add_node(agent, "ops")
+    return _bounded(builder)
+
+
+class _Slow(ScriptedModel):
+    """Takes ``APPROVAL_BOT_TEST_NODE_SECONDS`` (default 0.4 s) per turn without blocking the loop."""
+
+    async def stream(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        await asyncio.sleep(float(os.environ.get("APPROVAL_BOT_TEST_NODE_SECONDS") or 0.4))
+        async for event in super().stream(*args, **kwargs):
+            yield event
+
+
+def _step_node(name: str) -> Agent:
+    return Agent(name=name, model=_Slow([lambda m: say(f"{name} done: {graph_task(m)}")]), callback_handler=None)
+
+
+@graph_def("five-steps", description="five nodes in a row, each a little slow; the middle one asks")
+def five_steps() -> Graph:
+    gate = _writer("approve")
+    gate.model = _Slow(list(gate.model._script), id_prefix="tu_approve")  # type: ignore[attr-defined]
+    builder = GraphBuilder()
+    builder.add_node(_step_node("plan"), "plan")
+    builder.add_node(_step_node("fetch"), "fetch")
+    builder.add_node(gate, "approve")
+    builder.add_node(_step_node("build"), "build")
+    builder.add_node(_step_node("report"), "report")
+    for a, b in [("plan", "fetch"), ("fetch", "approve"), ("approve", "build"), ("build", "report")]:
+        builder.add_edge(a, b)
     return _bounded(builder)
 
 

@@ -1,0 +1,74 @@
+"""What waits for one person: the asks they may decide now, found through the store's index.
+
+An ask is indexed under who may decide it (its approvers' user and group ids, or
+``ANYONE`` when anyone in the run's channel may), so a person's inbox is a read of the
+entries for themselves, their groups and ``ANYONE``: its cost follows what waits for
+them, not the size of the table. What the index returns is then judged by the same rules
+as a click (``policy.refusal``): an ask shows only when this person's Approve would be
+recorded, so the inbox never offers a button that would be refused. Asks open to anyone
+show to people in the run's channel only, as on the card.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from engine.policy import Directory, refusal
+from engine.records import Ask, Decision, Run, Verdict
+from engine.store import RunStore
+from engine.store_rules import ANYONE
+from engine.threads import in_thread
+
+logger = logging.getLogger(__name__)
+
+MAX_WAITING = 25  # asks one listing shows (App Home, /graph pending)
+
+
+class Memberships(Protocol):
+    """Which user groups and channels a person is in (Slack's ``usergroups.list`` and
+    ``users.conversations``), briefly cached."""
+
+    async def groups_of(self, user: str) -> frozenset[str]: ...
+
+    async def channels_of(self, user: str) -> frozenset[str]: ...
+
+
+class Inbox:
+    def __init__(self, *, store: RunStore, directory: Directory | None, clock: Callable[[], float]) -> None:
+        self._store = store
+        self._directory = directory
+        self._clock = clock
+
+    async def waiting_for(self, user: str, *, limit: int = MAX_WAITING) -> list[tuple[Run, Ask]]:
+        """The pending asks ``user`` may approve now, newest first."""
+        groups = await self._lookup("groups_of", user)
+        principals = [user, *sorted(groups), ANYONE]
+        found = await in_thread(self._store.pending_for, principals, limit=limit * 2)
+        now = self._clock()
+        channels: frozenset[str] | None = None
+        mine: list[tuple[Run, Ask]] = []
+        for run, ask in found:
+            if ask.rules.approvers is None:
+                if channels is None:
+                    channels = await self._lookup("channels_of", user)
+                if run.channel not in channels:
+                    continue
+            approve = Decision(verdict=Verdict.APPROVE, user=user, at=now)
+            if refusal(run, ask, approve, member_of=groups, now=now) is None:
+                mine.append((run, ask))
+        return mine[:limit]
+
+    async def _lookup(self, what: str, user: str) -> frozenset[str]:
+        """Groups or channels of ``user``; none when the directory cannot say (fewer asks
+        show, never more)."""
+        method = getattr(self._directory, what, None)
+        if method is None:
+            return frozenset()
+        try:
+            found: frozenset[str] = await method(user)
+        except Exception as error:
+            logger.warning("inbox: could not look up the %s (%s)", what.replace("_of", ""), type(error).__name__)
+            return frozenset()
+        return found
