@@ -58,7 +58,8 @@ def home_view(
         blocks.append(_context(f"…and {len(waiting) - shown} more: `{command} pending` lists them all."))
     blocks.append(HeaderBlock(text=PlainTextObject(text="Your runs")).to_dict())
     if not runs:
-        blocks.append(_context(f"You have not started a run yet: `{command} run &lt;graph&gt; &lt;task&gt;` in a channel."))
+        start = f"`{command} run &lt;graph&gt; &lt;task&gt;`"
+        blocks.append(_context(f"You have not started a run yet: {start} in a channel."))
     for run in runs[:10]:
         blocks.append(_section(_run_line(run, link=link(run, None))))
     return View(type="home", blocks=blocks).to_dict()

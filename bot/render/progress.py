@@ -97,7 +97,8 @@ def status_message(
     now = time.time()
     status = status or run.status
     lines = [node_line(n, now=now) for n in nodes]
-    blocks: list[Any] = [SectionBlock(text=MarkdownTextObject(text=f"*{HEADLINE[status]}* · {len(nodes)} node{'' if len(nodes) == 1 else 's'}"))]
+    plural = "node" if len(nodes) == 1 else "nodes"
+    blocks: list[Any] = [SectionBlock(text=MarkdownTextObject(text=f"*{HEADLINE[status]}* · {len(nodes)} {plural}"))]
     for start in range(0, len(lines), LINES_PER_SECTION):
         blocks.append(SectionBlock(text=MarkdownTextObject(text="\n".join(lines[start : start + LINES_PER_SECTION]))))
     waiting = run.pending_asks() if status is RunStatus.WAITING else []
