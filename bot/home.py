@@ -34,6 +34,7 @@ VIEWERS_TTL: Final = 60.0
 MIN_INTERVAL: Final = 1.0
 MAX_REFRESHED: Final = 25  # tabs one change refreshes at most
 MAX_RUNS_SHOWN: Final = 10
+SEEN_AGAIN_AFTER: Final = 3600.0  # seconds before an open is written to the viewers item again
 
 
 class RunViews:
@@ -62,11 +63,18 @@ class RunViews:
     async def opened(self, user: str) -> None:
         """``user`` opened their Home tab: remember them as a viewer, and publish it."""
         try:
-            await in_thread(self._store.saw_home, user, at=self._clock())
+            known = (await self._current_viewers()).get(user)
         except StoreError:
-            logger.warning("home: could not record that a person opened Home")
-        if self._viewers is not None:
-            self._viewers[1][user] = self._clock()
+            known = None
+        if known is None or self._clock() - known > SEEN_AGAIN_AFTER:
+            # One shared item records everyone: not rewritten on every open (it is billed by
+            # its size), only when this person's last visit is not recent.
+            try:
+                await in_thread(self._store.saw_home, user, at=self._clock())
+            except StoreError:
+                logger.warning("home: could not record that a person opened Home")
+            if self._viewers is not None:
+                self._viewers[1][user] = self._clock()
         await self.publish(user)
 
     async def publish(self, user: str, *, note: str | None = None) -> bool:

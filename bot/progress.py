@@ -128,6 +128,7 @@ class SlackLiveProgress:
         self._sent: dict[str, str] = {}  # task id -> the status last streamed
         self._outputs: list[tuple[str, str]] = []
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     def show(self, nodes: tuple[NodeProgress, ...]) -> None:
         self._nodes = nodes
@@ -141,6 +142,14 @@ class SlackLiveProgress:
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._task), timeout=CLOSE_BUDGET)
+            # Whatever is still pending is dropped: an edit sent after the save would show
+            # the pass as running over the saved state the engine is about to deliver.
+            self._closed = True
+            if not self._task.done():
+                self._task.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._task
+        self._closed = True
         if self._streaming and self._message is not None:
             await self._pacer.turn(self._message.ts)
             await self._quietly(
@@ -153,12 +162,14 @@ class SlackLiveProgress:
         return self._message
 
     def _wake(self) -> None:
+        if self._closed:
+            return
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._flush())
 
     async def _flush(self) -> None:
         try:
-            while self._nodes is not None or self._outputs:
+            while (self._nodes is not None or self._outputs) and not self._closed:
                 if self._outputs:  # other messages: not held back by the status message's pace
                     await self._post_output(*self._outputs.pop(0))
                     continue

@@ -96,7 +96,8 @@ class Courier:
         if sweeping and apply_delivery(run, delivery).owes_slack:
             delivery = replace(delivery, stalled_at=self._clock())
         stored = await self._record(run, delivery, sweeping=sweeping)
-        if self._progress is not None and not delivery.empty:
+        if self._progress is not None and not replace(delivery, stalled_at=None).empty:
+            # Only when Slack took something: a sweeper round that changed nothing refreshes nothing.
             await self._progress.run_changed(run=stored)
         return stored
 
@@ -226,6 +227,12 @@ class Courier:
         ]
         if delivery.final is not None and stored.final != delivery.final:
             duplicates.append(delivery.final)
+        if (
+            delivery.progress is not None
+            and stored.progress is not None
+            and stored.progress.message != delivery.progress
+        ):
+            duplicates.append(delivery.progress)
         await self._retract(stored, duplicates)
 
     async def _retract(self, run: Run, duplicates: list[MessageRef]) -> None:

@@ -386,11 +386,15 @@ class RunEngine:
                         rules_for=lambda raised: self._rules(policy, raised, now=now),
                     )
                     target = outcome.run
-                    if step.nodes:
+                    if step.nodes or run.progress is not None:
+                        # (A pass that followed nothing, say one that could not build its
+                        # graph, still settles the saved nodes, so the message cannot stay
+                        # "waiting" on a run that ended.)
                         waiting = {a.node_id for a in target.pending_asks() if a.node_id is not None}
+                        nodes = step.nodes or (run.progress.nodes if run.progress else ())
                         target = target.evolve(
                             progress=saved_progress(
-                                run.progress, step.nodes, step.status_message, waiting=waiting, status=target.status
+                                run.progress, nodes, step.status_message, waiting=waiting, status=target.status
                             )
                         )
                     # Nobody can have posted these: the asks are new, the end is this pass's.
