@@ -129,6 +129,8 @@ class SlackLiveProgress:
         self._outputs: list[tuple[str, str]] = []
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._closing = False  # the pass is over: no more status edits, outputs still go out
+        self._pacing = False  # the flusher is only waiting for the message's turn
 
     def show(self, nodes: tuple[NodeProgress, ...]) -> None:
         self._nodes = nodes
@@ -139,19 +141,28 @@ class SlackLiveProgress:
         self._wake()
 
     async def close(self) -> MessageRef | None:
-        if self._task is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._task), timeout=CLOSE_BUDGET)
-            # Whatever is still pending is dropped: an edit sent after the save would show
-            # the pass as running over the saved state the engine is about to deliver.
-            self._closed = True
-            if not self._task.done():
-                self._task.cancel()
+        """End the live view without holding up the save: a status edit still waiting for its
+        turn is dropped (the saved progress is delivered right after the save anyway), a
+        message not posted yet is still posted (so the save records one message to edit),
+        outputs still queued are posted, and nothing is sent once this returns."""
+        self._closing = True
+        if self._message is not None:
+            self._nodes = None
+        task = self._task
+        if task is not None and not task.done():
+            if self._pacing:
+                task.cancel()  # it only waited for the message's turn
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(task), timeout=CLOSE_BUDGET)
+            if not task.done():  # Slack is stuck (a long Retry-After): give up on it
+                task.cancel()
                 with contextlib.suppress(BaseException):
-                    await self._task
+                    await task
+        if self._outputs:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._drain_outputs(), timeout=CLOSE_BUDGET)
         self._closed = True
         if self._streaming and self._message is not None:
-            await self._pacer.turn(self._message.ts)
             await self._quietly(
                 "chat.stopStream",
                 self._client.chat_stopStream(
@@ -169,13 +180,17 @@ class SlackLiveProgress:
 
     async def _flush(self) -> None:
         try:
-            while (self._nodes is not None or self._outputs) and not self._closed:
+            while not self._closed and (self._outputs or (self._nodes is not None and not self._closing)):
                 if self._outputs:  # other messages: not held back by the status message's pace
                     await self._post_output(*self._outputs.pop(0))
                     continue
                 wait = self._pacer.wait_for(self._message.ts if self._message else None)
                 if wait > 0:
-                    await asyncio.sleep(wait)  # changes meanwhile are coalesced into one edit
+                    self._pacing = True
+                    try:
+                        await asyncio.sleep(wait)  # changes meanwhile are coalesced into one edit
+                    finally:
+                        self._pacing = False
                     continue
                 nodes, self._nodes = self._nodes, None
                 if nodes is not None:
@@ -184,6 +199,10 @@ class SlackLiveProgress:
                         self._pacer.edited(self._message.ts)
         except Exception:  # a view: never let it break the pass
             logger.warning("run %s: a progress update failed", self._run.run_id, exc_info=True)
+
+    async def _drain_outputs(self) -> None:
+        while self._outputs and not self._closed:
+            await self._post_output(*self._outputs.pop(0))
 
     async def _send(self, nodes: tuple[NodeProgress, ...]) -> None:
         thread = self._run.thread

@@ -86,13 +86,17 @@ class Courier:
             for ask in run.pending_asks():
                 if ask.notices_owed and (count := await self._post_notices(run, ask, look="notices" not in unposted)):
                     delivery.notified[ask.key] = count
-        # The status message before the final message, so the thread reads in order.
-        if run.progress is not None and run.progress.owed and not run.status.leased:
-            look = run.progress.message is None and PROGRESS not in unposted
-            if ref := await self._show_progress(run, look=look):
-                delivery = replace(delivery, progress=ref, progress_shown=run.progress.rev)
+        # A status message still to post goes before the final message, so the thread reads in
+        # order; an existing one is edited after it, so the end is never held up by the pace
+        # of edits (an edit does not move the message).
+        progress_owed = run.progress is not None and run.progress.owed and not run.status.leased
+        if progress_owed and run.progress is not None and run.progress.message is None:
+            delivery = await self._with_progress(run, delivery, look=PROGRESS not in unposted)
+            progress_owed = False
         if run.status.terminal and run.final is None:
             delivery = replace(delivery, final=await self._post_final(run, look=FINAL not in unposted))
+        if progress_owed:
+            delivery = await self._with_progress(run, delivery, look=False)
         if sweeping and apply_delivery(run, delivery).owes_slack:
             delivery = replace(delivery, stalled_at=self._clock())
         stored = await self._record(run, delivery, sweeping=sweeping)
@@ -113,6 +117,12 @@ class Courier:
             logger.warning("run %s: could not index its asks; their cards stay owed", run.run_id)
             return False
         return True
+
+    async def _with_progress(self, run: Run, delivery: Delivery, *, look: bool) -> Delivery:
+        assert run.progress is not None
+        if ref := await self._show_progress(run, look=look):
+            return replace(delivery, progress=ref, progress_shown=run.progress.rev)
+        return delivery
 
     async def _show_progress(self, run: Run, *, look: bool) -> MessageRef | None:
         assert run.progress is not None

@@ -69,8 +69,10 @@ async def test_five_nodes_one_status_message_updated_in_place_within_the_rate_li
     assert methods[0] == "chat.startStream", methods  # streamed in its first pass
     assert "chat.stopStream" in methods and methods.count("chat.update") >= 2, methods  # then edited in place
     assert len(calls) >= 4, methods  # several updates, not one message at the end
-    gaps = [b.at - a.at for a, b in pairwise(calls)]
-    assert min(gaps) >= 0.9, gaps  # at most one edit per second
+    # At most one change of its content per second (closing the stream changes nothing shown).
+    edits = [c for c in calls if c.method != "chat.stopStream"]
+    gaps = [b.at - a.at for a, b in pairwise(edits)]
+    assert min(gaps) >= 0.9, gaps
     assert done["ts"] == status["ts"]
 
     thread = local_slack.thread(CHANNEL, str(status.get("thread_ts")))

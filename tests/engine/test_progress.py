@@ -109,7 +109,7 @@ async def test_a_pass_saves_every_nodes_progress_and_the_message_is_brought_to_i
     assert done.progress is not None and done.progress.shown == done.progress.rev
     assert done.progress.message == MessageRef(channel="C1", ts="900.0")  # one message for the whole run
     kinds = [e[0] for e in publisher.events if e[0] in ("progress", "finished")]
-    assert kinds[-2:] == ["progress", "finished"]  # every node shown done before the end is posted
+    assert kinds[-2:] == ["finished", "progress"]  # the end is not held up by the pace of edits
     assert "completed" in publisher.changed
 
 
