@@ -35,7 +35,7 @@ def test_the_manifest_points_at_the_served_route() -> None:
     manifest = (REPO / "slack-app-manifest.yaml").read_text()
     server = (REPO / "bot" / "server.py").read_text()
     assert '"/slack/events"' in server
-    assert manifest.count("/slack/events") == 2  # slash command and interactivity
+    assert manifest.count("/slack/events") == 3  # slash command, interactivity and events
     assert "command: /graph" in manifest and Settings.model_fields["slack_command"].default == "/graph"
 
 
