@@ -28,7 +28,11 @@ async def _start(slack: LocalSlack, user: LocalSlackUser, *, by: str, channel: s
     response = await user.slash_command(text=f"run guarded-write {task}", user_id=by, channel_id=channel)
     assert response.status == 200
     await slack.wait_for(lambda: len(cards(slack, channel)) > before, timeout=30, what=f"the card of {task}")
-    announced = [m for m in slack.messages(channel) if "started" in str(m.get("text", "")) and task in _text(m)]
+    announced = [
+        m
+        for m in slack.messages(channel)
+        if ((m.get("metadata") or {}).get("event_payload") or {}).get("what") == "announcement" and task in _text(m)
+    ]
     (root,) = announced
     match = _RUN_ID.search(_text(root))
     assert match, root
