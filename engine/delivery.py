@@ -51,7 +51,9 @@ class Courier:
                 asks[ask.key] = replace(ask, shown=ask.view)
         return run.evolve(asks=asks)
 
-    async def deliver(self, run: Run, *, unposted: Collection[str] = (), sweeping: bool = False) -> Run:
+    async def deliver(
+        self, run: Run, *, unposted: Collection[str] = (), sweeping: bool = False, again: bool = True
+    ) -> Run:
         """Deliver everything ``run`` owes Slack and record it; returns the run as stored.
 
         ``unposted`` names what this process knows was never posted: the asks its own
@@ -103,6 +105,17 @@ class Courier:
         if self._progress is not None and not replace(delivery, stalled_at=None).empty:
             # Only when Slack took something: a sweeper round that changed nothing refreshes nothing.
             await self._progress.run_changed(run=stored)
+        if (
+            again
+            and not sweeping
+            and stored.version > run.version + 1
+            and stored.owes_slack
+            and not stored.status.leased
+        ):
+            # Something landed while we delivered (a cancel, a decision): what we showed may
+            # already be out of date (a card still live, a status edit of an older state).
+            # One more round now, instead of leaving it to the sweeper's grace period.
+            return await self.deliver(stored, again=False)
         return stored
 
     async def _indexed(self, run: Run) -> bool:

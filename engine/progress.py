@@ -64,9 +64,9 @@ class NodeProgress:
 class Progress:
     """The status message's content and where it is.
 
-    ``rev`` counts the saves that changed ``nodes``; ``shown`` is the ``rev`` Slack last
-    accepted. Both are plain counters so a late update of an older rev can never be
-    recorded over a newer one (``max`` wins, as with a card's ``notified``).
+    ``rev`` counts the saves that changed ``nodes``; ``shown`` is the ``rev`` of the edit
+    Slack accepted last. An edit of an older state that lands after a newer one leaves
+    ``shown`` behind ``rev``, so the newer state stays owed and is delivered again.
     """
 
     nodes: tuple[NodeProgress, ...] = ()

@@ -90,7 +90,9 @@ def apply_delivery(run: Run, delivery: Delivery) -> Run:
             asks[key] = replace(asks[key], notified=count)
     progress = run.progress
     if progress is not None and delivery.progress is not None:
-        rev = max(progress.shown, delivery.progress_shown or 0)
+        # Last wins, not the highest: an edit of an older state that lands last is what the
+        # message shows, and leaves the newer state owed (DynamoDB's record does the same).
+        rev = delivery.progress_shown if delivery.progress_shown is not None else progress.shown
         progress = replace(progress, message=progress.message or delivery.progress, shown=rev)
     return run.evolve(
         progress=progress,

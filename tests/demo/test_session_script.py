@@ -92,7 +92,8 @@ def test_the_demo_owns_its_environment() -> None:
 
 def _progress_and_home_shown(said: str) -> None:
     """Each run's status message, once whole and then a line per change; bob's Home tab."""
-    assert "┌─ run 1 status ─" in said and "run 1 status: ✓ planner · done" in said
+    # (Which intermediate states get their own line depends on timing: live edits coalesce.)
+    assert "┌─ run 1 status ─" in said and "run 1 status: Waiting for a person" in said
     assert "run 1 status: Completed · 3 nodes" in said and "┌─ run 4 status ─" in said
     steps = TYPED.split(said)
     opened = next(i for i, step in enumerate(steps) if step.startswith("home "))
