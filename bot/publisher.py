@@ -84,7 +84,9 @@ class SlackPublisher:
             return await self._post(
                 run=run, what=PROGRESS, channel=thread.channel, thread_ts=thread.ts, message=message
             )
-        await self._pacer.turn(ref.ts)  # the live view may have edited it a moment ago
+        # Not held back for the message's turn: this edit follows a save, once per pass, and
+        # the live view that may have edited it a moment ago has stopped for good.
+        self._pacer.edited(ref.ts)
         await self._client.chat_update(
             channel=ref.channel, ts=ref.ts, text=message.text, blocks=message.blocks, metadata=_metadata(run, PROGRESS)
         )
