@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,13 +57,21 @@ class BotProcess:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(timeout=10)
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
+        """SIGTERM, then up to 10 s for the drain, then SIGKILL.
+
+        The wait yields to the event loop: the local Slack runs on this loop, and a bot
+        draining its last Slack calls (a status edit, a Home refresh) needs it to answer.
+        A blocking wait here froze the local Slack and made every such drain run out.
+        """
+        if self.process.poll() is not None:
+            return
+        self.process.terminate()
+        deadline = time.monotonic() + 10
+        while self.process.poll() is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
         if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+            self.kill()
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -177,7 +186,7 @@ async def start_bot(
 
     yield start
     for bot in started:
-        bot.stop()
+        await bot.stop()
     if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
         for bot in started:
             print(f"--- {bot.log.name} ---\n{bot.output()[-4000:]}")
