@@ -33,3 +33,5 @@ async def sweep_forever(services: Services, *, every: float) -> None:
             continue
         if resumed:
             logger.info("sweep picked up %d run(s)", len(resumed))
+        else:
+            logger.debug("sweep round: nothing to pick up")
