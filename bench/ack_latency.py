@@ -311,3 +311,9 @@ async def _measure(
     comparisons = [help_ack, run_ack, click_ack]
     worst = max(max(c.ours.samples) for c in comparisons)
     return AckReport(comparisons=comparisons, worst_ours=worst)
+
+
+if __name__ == "__main__":
+    from bench._ack_report import main
+
+    raise SystemExit(main())

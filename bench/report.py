@@ -43,16 +43,20 @@ class Section:
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section(name="ack", title="Ack latency under load", command="python -m bench.ack_latency --concurrency 50"),
+    Section(
+        name="ack",
+        title="Ack latency under load",
+        command="python -m bench.ack_latency --concurrency 50 --cold-start 15",
+    ),
     Section(name="cost", title="Cost of one approval cycle", command="python -m bench.cycle_cost"),
     Section(name="peers", title="Beside the peers", command="bash bench/peers/run.sh"),
     Section(name="resume", title="Resume overhead against state size", command="python -m bench.resume_size"),
     Section(name="scale", title="Scale", command="python -m bench.scale"),
-    Section(name="faults", title="Faults", command="RELIABILITY_REPORT=1 python -m pytest -m long tests/reliability"),
+    Section(name="faults", title="Faults", command="python -m pytest -q -s -m long tests/reliability/test_faults.py"),
     Section(
         name="fuzz",
         title="Bad input",
-        command="RELIABILITY_REPORT=1 python -m pytest -m '' tests/reliability/test_fuzz.py",
+        command="RELIABILITY_REPORT=1 python -m pytest -q tests/reliability/test_fuzz.py",
     ),
 )
 

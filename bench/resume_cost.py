@@ -38,7 +38,10 @@ from engine.store import RunStore
 from persistence import snapshots
 
 if TYPE_CHECKING:
+    from moto.server import ThreadedMotoServer
     from strands.types.interrupt import InterruptResponseContent
+
+    from tests.support.aws import CountingMotoServer
 
 TASK = "ship the release"
 USER = "U0BENCH"
@@ -61,6 +64,9 @@ class NullPublisher:
 
     async def post_final(self, *, run: Run) -> MessageRef:
         return MessageRef(channel=CHANNEL, ts="3.0")
+
+    async def post_notice(self, *, run: Run, ask: Ask, index: int) -> MessageRef:
+        return MessageRef(channel=CHANNEL, ts=f"4.{ask.key}.{index}")
 
     async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
         return None
@@ -97,6 +103,9 @@ async def _ours_once(*, engine: RunEngine, store: RunStore, graph: str) -> tuple
     paused = await engine.start(graph=graph, task=TASK, user=USER, channel=CHANNEL)
     if paused.status is not RunStatus.WAITING or len(paused.pending_asks()) != 1:
         raise RuntimeError(f"{graph}: expected one pending ask, got {paused.status} {list(paused.asks)}")
+    if paused.snapshot is None:  # the engine may hand back the run without its state: read what was saved
+        stored = await asyncio.to_thread(store.load, paused.run_id)
+        paused = paused.evolve(snapshot=stored.snapshot if stored is not None else None)
     decision = Decision(verdict=Verdict.APPROVE, user=APPROVER, at=time.time())
     await asyncio.to_thread(store.decide, paused.run_id, paused.pending_asks()[0].key, decision, now=time.time())
     gc.collect()
@@ -134,9 +143,10 @@ async def measure_resume(
     samples: int,
     warmup: int = 2,
     graphs: Sequence[str] = (SMALL, CHATTY),
+    modules: Sequence[str] = ("bench.graphs",),
 ) -> ResumeReport:
-    """Interleaved resumes of each graph, ours and Strands', on one store."""
-    catalog = GraphCatalog(extra_modules=["bench.graphs"])
+    """Interleaved resumes of each graph (from the graph ``modules``), ours and Strands', on one store."""
+    catalog = GraphCatalog(extra_modules=list(modules))
     await asyncio.to_thread(catalog.load)
     engine = RunEngine(store=store, graphs=catalog, publisher=NullPublisher(), owner=f"bench-{backend}")
     comparisons: list[Comparison] = []
@@ -162,13 +172,21 @@ async def measure_resume(
     return ResumeReport(backend=backend, comparisons=comparisons, sizes=sizes)
 
 
-async def measure_sqlite(*, samples: int, warmup: int = 2, graphs: Sequence[str] = (SMALL, CHATTY)) -> ResumeReport:
+async def measure_sqlite(
+    *,
+    samples: int,
+    warmup: int = 2,
+    graphs: Sequence[str] = (SMALL, CHATTY),
+    modules: Sequence[str] = ("bench.graphs",),
+) -> ResumeReport:
     from persistence.sqlite import SqliteRunStore
 
     with tempfile.TemporaryDirectory(prefix="bench-resume-") as workdir:
         store = SqliteRunStore(os.path.join(workdir, "runs.sqlite3"))
         try:
-            return await measure_resume(store=store, backend="sqlite", samples=samples, warmup=warmup, graphs=graphs)
+            return await measure_resume(
+                store=store, backend="sqlite", samples=samples, warmup=warmup, graphs=graphs, modules=modules
+            )
         finally:
             store.close()
 
@@ -186,53 +204,80 @@ _AWS_OVERRIDES = (
 
 
 @contextlib.contextmanager
-def moto_dynamodb() -> Iterator[str]:
-    """moto's server on 127.0.0.1 with a fresh table; yields the table name.
+def aws_at(url: str) -> Iterator[dict[str, str]]:
+    """Point boto3 in this process at moto's server ``url``, with fake credentials; yields that environment.
 
-    The environment points boto3 at moto with fake credentials (and no profile or
-    metadata service) for as long as the block runs, then is put back as it was, so
-    nothing here can reach a real AWS account.
+    No profile or metadata service either, so nothing here can reach a real AWS account;
+    the environment is put back as it was when the block ends.
     """
-    from moto.server import ThreadedMotoServer
+    from tests.support.aws import _env
 
-    from persistence import create_table
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "eu-west-1",
-        "AWS_DEFAULT_REGION": "eu-west-1",
-        "AWS_ENDPOINT_URL_DYNAMODB": url,
-        "AWS_ENDPOINT_URL_S3": url,
-        "AWS_CONFIG_FILE": os.devnull,
-        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }
+    env = _env(url)
     saved = {name: os.environ.get(name) for name in (*env, *_AWS_OVERRIDES)}
     for name in _AWS_OVERRIDES:
         os.environ.pop(name, None)
     os.environ.update(env)
     try:
-        table = f"bench-{uuid.uuid4().hex[:10]}"
-        create_table(table=table)
-        yield table
+        yield env
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@contextlib.contextmanager
+def counting_moto() -> Iterator[CountingMotoServer]:
+    """moto's counting server (``tests/support/aws.py``: requests by operation, capacity units), with
+    this process's boto3 pointed at it for the block's length."""
+    from tests.support.aws import CountingMotoServer
+
+    server = CountingMotoServer()
+    with _serving(server):
+        yield server
+
+
+@contextlib.contextmanager
+def _serving(server: ThreadedMotoServer) -> Iterator[ThreadedMotoServer]:
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        with aws_at(f"http://{host}:{port}"):
+            yield server
+    finally:
         server.stop()
 
 
-async def measure_dynamodb(*, samples: int, warmup: int = 2, graphs: Sequence[str] = (SMALL, CHATTY)) -> ResumeReport:
+@contextlib.contextmanager
+def moto_dynamodb() -> Iterator[str]:
+    """moto's plain server on 127.0.0.1 with a fresh table; yields the table name.
+
+    Plain, not the counting one: its metering handles DynamoDB requests one at a time and
+    reads items around each write, which would be timed here as if it were DynamoDB's.
+    """
+    from moto.server import ThreadedMotoServer
+
+    from persistence import create_table
+
+    with _serving(ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)):
+        table = f"bench-{uuid.uuid4().hex[:10]}"
+        create_table(table=table)
+        yield table
+
+
+async def measure_dynamodb(
+    *,
+    samples: int,
+    warmup: int = 2,
+    graphs: Sequence[str] = (SMALL, CHATTY),
+    modules: Sequence[str] = ("bench.graphs",),
+) -> ResumeReport:
     from persistence.dynamodb import DynamoRunStore
 
     with moto_dynamodb() as table:
         store = DynamoRunStore(table)
-        return await measure_resume(store=store, backend="dynamodb", samples=samples, warmup=warmup, graphs=graphs)
+        return await measure_resume(
+            store=store, backend="dynamodb", samples=samples, warmup=warmup, graphs=graphs, modules=modules
+        )

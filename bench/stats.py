@@ -39,6 +39,10 @@ class Series:
     def p95(self) -> float:
         return percentile(self.samples, 0.95)
 
+    @property
+    def p99(self) -> float:
+        return percentile(self.samples, 0.99)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Comparison:
@@ -57,6 +61,10 @@ class Comparison:
     def p95_ratio(self) -> float:
         return self.ours.p95 / self.baseline.p95
 
+    @property
+    def p99_ratio(self) -> float:
+        return self.ours.p99 / self.baseline.p99
+
     def as_dict(self) -> dict[str, float | int | str]:
         return {
             "name": self.name,
@@ -67,6 +75,9 @@ class Comparison:
             "baseline_p95_ms": round(self.baseline.p95 * 1000, 3),
             "ratio": round(self.ratio, 3),
             "p95_ratio": round(self.p95_ratio, 3),
+            "ours_p99_ms": round(self.ours.p99 * 1000, 3),
+            "baseline_p99_ms": round(self.baseline.p99 * 1000, 3),
+            "p99_ratio": round(self.p99_ratio, 3),
         }
 
 

@@ -41,6 +41,8 @@ class Fault:
     """How many matching calls fail; None fails every one until ``clear_failures()``."""
     retry_after: int
     when: RequestPredicate | None = None
+    hold: float = 0.0
+    """Seconds to hold the answer of a call that still succeeds (``Faults.hold``); 0 for a failure."""
     served: int = 0
     """How many times this failure was answered."""
 
@@ -91,6 +93,28 @@ class Faults:
         self.planned.append(fault)
         return fault
 
+    def hold(
+        self,
+        *,
+        method: str,
+        seconds: float,
+        times: int | None = 1,
+        when: RequestPredicate | None = None,
+    ) -> Fault:
+        """Plan a slow answer: the call takes effect at once, its answer leaves ``seconds`` later.
+
+        Held longer than the client's timeout, it is Slack's nastiest failure: the message
+        was posted (or changed) but the caller saw a timeout and does not know it.
+        Recorded in ``served`` with status 200 and ``hold``.
+        """
+        if seconds <= 0:
+            raise ValueError("seconds must be positive")
+        if times is not None and times < 1:
+            raise ValueError("times must be at least 1 (or None for every call)")
+        fault = Fault(method=method, status=200, times=times, retry_after=0, when=when, hold=seconds)
+        self.planned.append(fault)
+        return fault
+
     def clear(self) -> None:
         """Drop every planned failure; what was served stays on record."""
         self.planned.clear()
@@ -100,7 +124,8 @@ class Faults:
         for fault in self.planned:
             if fault.matches(method=method, params=params):
                 fault.served += 1
-                self.served.append({"method": method, "status": fault.status, "params": dict(params)})
+                served = {"method": method, "status": fault.status, "params": dict(params)}
+                self.served.append(served | ({"hold": fault.hold} if fault.hold else {}))
                 return fault
         return None
 

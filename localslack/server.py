@@ -144,6 +144,16 @@ class LocalSlack(WebApi):
         """
         return self.faults.inject(method=method, status=status, times=times, retry_after=retry_after, when=when)
 
+    def hold_answers(
+        self, *, method: str, seconds: float, times: int | None = 1, when: RequestPredicate | None = None
+    ) -> Fault:
+        """Let the next ``times`` calls of ``method`` take effect at once but answer ``seconds`` later.
+
+        Longer than the bot's Slack client timeout, this is a timeout after the fact: the
+        message is posted or changed, the bot hears nothing. Served holds are in ``faults_served``.
+        """
+        return self.faults.hold(method=method, seconds=seconds, times=times, when=when)
+
     def clear_failures(self) -> None:
         """Stop failing calls; ``faults_served`` keeps what was served."""
         self.faults.clear()
@@ -244,6 +254,18 @@ class LocalSlack(WebApi):
             # After auth, as Slack rate-limits an app, not an anonymous caller; before the handler,
             # so a failed call changes nothing and is not a call in ``calls``.
             fault = self.faults.take(method=method, params=params)
+            if fault is not None and fault.hold:
+                # A slow Slack: the call lands now, its answer leaves later (a held answer).
+                call = Call(method, params)
+                self.calls.append(call)
+                handler = self.methods.get(method)
+                if handler is None:
+                    raise ApiError("unknown_method")
+                held = {"ok": True, **handler(params)}
+                call.result = held
+                await self.changed(method, {"params": params, "result": held})
+                await asyncio.sleep(fault.hold)
+                return web.json_response(held)
             if fault is not None:
                 await self.changed("fault", {"method": method, "status": fault.status, "params": params})
                 return fault_response(fault)

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.records import AskStatus, RunStatus
 from localslack import LocalSlack
 from tests.e2e.conftest import (
@@ -45,6 +47,7 @@ def final_posts(slack: LocalSlack) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.long  # 30 s of outage by design; the seeded fault sweep covers shorter outages in CI
 async def test_dynamodb_down_for_30s_right_after_the_approved_tool_ran(
     start_bot: StartBot,
     dynamodb_backend: Backend,

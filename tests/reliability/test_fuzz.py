@@ -1,13 +1,15 @@
 """Fuzzing the Slack edge of the real bot process: mutated, real-shaped requests, signed and not.
 
 Seeds are requests as Slack sends them (shaped after the samples in bolt-python's own tests
-and after ``LocalSlackUser``): a slash command, clicks on a card's buttons, submissions of
-the Reply, Reject and Edit modals, ``url_verification``, events, other apps' shortcuts and
-Slack's ``ssl_check``. Hypothesis mutates their values (types swapped, ids with markup,
-huge strings, deep nesting), their keys (deleted, or added where Bolt looks: ``team``,
-``authorizations``, ``enterprise``, ``event``, ``item``, ``assistant_thread``...), their
-encoding (form or JSON, ``payload=`` that is not an object, broken percent-encoding,
-bytes that are not UTF-8) and their headers (timestamps and signatures of every shape).
+and after ``LocalSlackUser``): a slash command, clicks on a card's buttons and on the same
+buttons in App Home (a ``view`` container, a ``home`` view, no channel or ``response_url``),
+submissions of the Reply, Reject and Edit modals, ``view_closed``, ``url_verification``,
+events (``app_home_opened``, a mention), other apps' shortcuts and Slack's ``ssl_check``.
+Hypothesis mutates their values (types swapped, ids with markup, huge strings, deep nesting),
+their keys (deleted, or added where Bolt looks: ``team``, ``authorizations``, ``enterprise``,
+``event``, ``item``, ``assistant_thread``...), their encoding (form or JSON, ``payload=``
+that is not an object, broken percent-encoding, bytes that are not UTF-8) and their headers
+(timestamps and signatures of every shape).
 
 Every example goes to ONE bot process, started once for the test, and must be answered
 below 500, and 401 whenever it is not validly signed (but for ``ssl_check``). Afterwards
@@ -15,16 +17,19 @@ the bot's log holds no ``ERROR`` and no traceback, and nothing changed: the stor
 holds exactly the one run started (unfuzzed) before the fuzzing, unchanged, since every
 fuzzed click and submission names either a run that does not exist or a question that
 run does not have, and no fuzzed command names a graph that exists; and the bot posted
-and updated no message (answers only the clicker sees, through ``response_url``, are
-allowed).
+and updated no message and no open view (answers only the clicker sees, through
+``response_url`` or a modal, and Home tabs re-rendered for their owner, are allowed).
 
 The same mutations go as Socket Mode envelopes to ``approval-bot socket`` (a third as many)
 and as Function URL events to ``bot.lambda_handler.handler`` in one warm Lambda container
 (a quarter as many; work handed past the ack is recorded by ``LocalLambda``, not run).
 
 ``FUZZ_EXAMPLES`` sets the number of HTTP examples (default 2000: about 10 s on 2 cores, the
-file about 25 s). The runs are derandomized (no example database): the same command line
-sees the same examples every time. Hypothesis also draws on constants of the modules loaded,
+file about 25 s); ``-m long`` adds an HTTP run of ``FUZZ_LONG_EXAMPLES`` (default 20,000). Each
+test prints its figures (examples, unsigned ones, 5xx, state changes from bad input); with
+``RELIABILITY_REPORT=1`` they are also written to ``bench/results/fuzz.md`` and ``fuzz.json``.
+The runs are derandomized (no example database): the same command line sees the same
+examples every time. Hypothesis also draws on constants of the modules loaded,
 so running other test files in the same session may change which examples are drawn.
 """
 
@@ -49,6 +54,7 @@ from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
 import boto3
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +71,7 @@ from tests.support.aws import REGION
 from tests.support.lambda_ import LambdaError, LambdaPool, LocalLambda, bot_response, function_url_event
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES") or 2000)
+LONG_EXAMPLES = int(os.environ.get("FUZZ_LONG_EXAMPLES") or 20_000)
 SOCKET_EXAMPLES = max(EXAMPLES // 3, 10)
 LAMBDA_EXAMPLES = max(EXAMPLES // 4, 10)
 
@@ -132,6 +139,12 @@ def _seeds(run_id: str, card_ts: str) -> list[Seed]:
                 ],
             }
             seeds.append(Seed(f"click {action_id} on {target}", "payload", click))
+            home_click = {
+                key: value for key, value in click.items() if key not in ("channel", "message", "response_url")
+            }
+            home_click["container"] = {"type": "view", "view_id": "V0HOME"}
+            home_click["view"] = _home_view()
+            seeds.append(Seed(f"click {action_id} on {target} in App Home", "payload", home_click))
     for callback_id, text in (("ask:reply", "use the canary"), ("ask:reject", None), ("ask:edit", '{"a": 1}')):
         for target in (run_id, NO_RUN):
             metadata = encode_modal_metadata(
@@ -186,6 +199,29 @@ def _seeds(run_id: str, card_ts: str) -> list[Seed]:
             },
         ),
         Seed(
+            "app_home_opened",
+            "json",
+            {
+                "token": "local-verification-token",
+                "team_id": "T0LOCAL",
+                "api_app_id": "A0LOCAL",
+                "event": {
+                    "type": "app_home_opened",
+                    "user": "U0BOB",
+                    "channel": "D0BOB",
+                    "tab": "home",
+                    "event_ts": "1712345679.000200",
+                    "view": _home_view(),
+                },
+                "type": "event_callback",
+                "event_id": "Ev0FUZZHOME",
+                "event_time": 1599616882,
+                "authorizations": [
+                    {"enterprise_id": None, "team_id": "T0LOCAL", "user_id": "U0LOCALBOT", "is_bot": True}
+                ],
+            },
+        ),
+        Seed(
             "shortcut",
             "payload",
             {"type": "shortcut", "callback_id": "s", "trigger_id": TRIGGER, "user": user, "team": team},
@@ -194,6 +230,27 @@ def _seeds(run_id: str, card_ts: str) -> list[Seed]:
         Seed("ssl_check", "form", {"ssl_check": "1", "token": "local-verification-token"}),
     ]
     return seeds
+
+
+def _home_view() -> dict[str, Any]:
+    """The App Home view as Slack sends it with a click on it or with ``app_home_opened``."""
+    return {
+        "id": "V0HOME",
+        "team_id": "T0LOCAL",
+        "type": "home",
+        "blocks": [],
+        "private_metadata": "",
+        "callback_id": "",
+        "state": {"values": {}},
+        "hash": "1712345679.HoMe",
+        "title": {"type": "plain_text", "text": "Home"},
+        "previous_view_id": None,
+        "root_view_id": "V0HOME",
+        "app_id": "A0LOCAL",
+        "external_id": "",
+        "app_installed_team_id": "T0LOCAL",
+        "bot_id": "B0LOCAL",
+    }
 
 
 # Commands that can never start a run: no graph of that name exists.
@@ -574,6 +631,12 @@ _EXPECTED_REFUSALS = {
 }
 
 
+# Slack calls that change what people see (a message, a view already open): none may follow a
+# request that names no ask the bot has.
+_WRITES = frozenset(
+    {"chat.postMessage", "chat.update", "chat.delete", "chat.postEphemeral", "views.update", "views.push"}
+)
+
 _LOUD = re.compile(r"^\[(ERROR|CRITICAL)\]| (ERROR|CRITICAL) ")
 
 
@@ -593,20 +656,30 @@ class World:
     def mark(self) -> None:
         self.calls_before, self.log_from = len(self.slack.calls), len(self.log())
 
-    def assert_unchanged(self) -> None:
+    def changes(self) -> Counter[str]:
+        """Every state change the fuzzing made: runs started, the seeded run altered, messages or
+        views written. Modals opened for the clicker and Home tabs re-rendered are answers, not
+        changes (neither touches a run; a submission from such a modal is checked like any other)."""
+        found: Counter[str] = Counter()
+        found["runs started"] = self.runs() - 1
+        after = self.load(self.seeded.run_id)
+        found["seeded run altered"] = int(after != self.seeded or after is None or after.version != self.seeded.version)
+        for method, _ in self.slack.calls[self.calls_before :]:
+            if method in _WRITES:
+                found[method] += 1
+        return +found  # only what is not zero
+
+    def assert_unchanged(self) -> Counter[str]:
         unexpected = [r for r in self.slack.rejected if (r["method"], r["error"]) not in _EXPECTED_REFUSALS]
         self.slack.rejected.clear()  # checked here, with the reason; the autouse check would repeat it
         log = self.log()[self.log_from :]
         loud = [line for line in log.splitlines() if _LOUD.search(line)]
         assert "Traceback" not in log and loud == [], "\n".join(loud) + "\n" + log[-6000:]
         assert self.alive(), "the bot is still up"
-        assert self.runs() == 1, "no fuzzed request started a run"
-        after = self.load(self.seeded.run_id)
-        assert after == self.seeded and after is not None, "the seeded run is untouched"
-        assert after.version == self.seeded.version
-        made = [method for method, _ in self.slack.calls[self.calls_before :]]
-        assert not {"chat.postMessage", "chat.update", "chat.delete"} & set(made), Counter(made)
+        changed = self.changes()
+        assert not changed, f"state changed by fuzzed requests: {dict(changed)}"
         assert unexpected == [], unexpected
+        return changed
 
 
 def _process_world(slack: LocalSlack, backend: Backend, bot: BotProcess, seeded: Run) -> World:
@@ -632,10 +705,13 @@ def _fresh(slack: LocalSlack) -> Callable[[str], str]:
     return fresh
 
 
-def _judge(request: Request, status: int, answer: bytes, *, statuses: Counter[int], clean: Counter[int]) -> None:
+def _judge(
+    request: Request, status: int, answer: bytes, *, statuses: Counter[int], clean: Counter[int], signing: Counter[str]
+) -> None:
     """What every answer must be: below 500; 401 when not signed right (but Slack's ssl_check);
     200 for a request exactly as Slack sends it."""
     statuses[status] += 1
+    signing["signed" if request.signed else "unsigned"] += 1
     said = (status, answer[:300], request.story)
     assert status < 500, said
     if not request.signed and not (status == 200 and answer == b"" and b"ssl_check" in request.body):
@@ -653,22 +729,99 @@ def _reached_every_layer(statuses: Counter[int], clean: Counter[int]) -> None:
     assert clean[200] > 0, "some requests were Slack's own and were answered 200"
 
 
+# -- the figures ---------------------------------------------------------------------------------
+
+REPORT = Path(__file__).resolve().parents[2] / "bench" / "results"
+FIGURES: dict[str, dict[str, Any]] = {}
+"""What each fuzz test of this session measured, by deployment (written out together)."""
+
+
+def _record(
+    where: str, *, statuses: Counter[Any], signing: Counter[str], changed: Counter[str], elapsed: float
+) -> None:
+    """Print one deployment's figures; with ``RELIABILITY_REPORT=1`` also write bench/results/fuzz.*.
+
+    Recorded before the assertions, so a failing run reports what it found too.
+    """
+    examples = sum(statuses.values())
+    figures = {
+        "examples": examples,
+        "signed": signing["signed"],
+        "unsigned or badly signed": signing["unsigned"],
+        "5xx": sum(n for status, n in statuses.items() if isinstance(status, int) and status >= 500),
+        "state changes from bad input": sum(changed.values()),
+        "answers": {str(k): n for k, n in sorted(statuses.items(), key=str)},
+        "seconds": round(elapsed, 1),
+    }
+    FIGURES[where] = figures
+    print(f"\nfuzzed {where}: {json.dumps(figures)}")
+    if os.environ.get("RELIABILITY_REPORT") == "1":
+        _write_report()
+
+
+def _write_report() -> None:
+    rows = [
+        f"| {where} | {f['examples']} | {f['unsigned or badly signed'] or '-'} | {f['5xx']} "
+        f"| {f['state changes from bad input']} | {', '.join(f'{k}: {n}' for k, n in f['answers'].items())} |"
+        for where, f in FIGURES.items()
+    ]
+    lines = [
+        "## Fuzzing the Slack edge",
+        "",
+        "Command: `RELIABILITY_REPORT=1 FUZZ_EXAMPLES=" + str(EXAMPLES) + " .venv/bin/python -m pytest -q "
+        "-p no:cacheprovider -s tests/reliability/test_fuzz.py` (`-m long` adds the "
+        f"{LONG_EXAMPLES}-example HTTP run).",
+        "",
+        "Mutated real payloads (slash commands; `block_actions` from a card and from App Home; "
+        "`view_submission` of the Reply, Reject and Edit modals; `view_closed`; events, "
+        "`app_home_opened` included; `url_verification`; `ssl_check`; shortcuts), signed and "
+        "not, sent to the real bot process over HTTP, as Socket Mode envelopes and as Function "
+        "URL events to one warm Lambda container. Every answer must be below 500 (401 when not "
+        "validly signed), nothing may change (no run started, the one waiting run untouched, "
+        "no message posted, updated or deleted, no open view changed), and the log must hold "
+        "no ERROR and no traceback. Deterministic: the same command draws the same examples.",
+        "",
+        "| Deployment | Examples | Of them unsigned or badly signed | 5xx | State changes from bad input | Answers |",
+        "|---|---:|---:|---:|---:|---|",
+        *rows,
+        "",
+    ]
+    REPORT.mkdir(parents=True, exist_ok=True)
+    (REPORT / "fuzz.md").write_text("\n".join(lines))
+    (REPORT / "fuzz.json").write_text(json.dumps({"fuzz": FIGURES}, indent=2) + "\n")
+
+
 # -- the fuzz tests -------------------------------------------------------------------------------
 
 
 async def test_fuzzed_http_requests(
     start_bot: StartBot, sqlite_backend: Backend, local_slack: LocalSlack, user_for: UserFor
 ) -> None:
-    bot = await start_bot(backend=sqlite_backend)
-    seeded, card = await _seeded_run(local_slack, user_for(bot), sqlite_backend)
+    await _fuzz_http(start_bot, sqlite_backend, local_slack, user_for, examples=EXAMPLES)
+
+
+@pytest.mark.long
+async def test_fuzzed_http_requests_long(
+    start_bot: StartBot, sqlite_backend: Backend, local_slack: LocalSlack, user_for: UserFor
+) -> None:
+    """Ten times the examples (``FUZZ_LONG_EXAMPLES``, default 20,000; about 2 minutes)."""
+    await _fuzz_http(start_bot, sqlite_backend, local_slack, user_for, examples=LONG_EXAMPLES)
+
+
+async def _fuzz_http(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: UserFor, *, examples: int
+) -> None:
+    bot = await start_bot(backend=backend)
+    seeded, card = await _seeded_run(local_slack, user_for(bot), backend)
     seeds = _seeds(seeded.run_id, str(card["ts"]))
-    world = _process_world(local_slack, sqlite_backend, bot, seeded)
+    world = _process_world(local_slack, backend, bot, seeded)
     statuses: Counter[int] = Counter()
     clean: Counter[int] = Counter()
+    signing: Counter[str] = Counter()
     fresh = _fresh(local_slack)
 
     @settings(
-        max_examples=EXAMPLES,
+        max_examples=examples,
         deadline=None,
         derandomize=True,
         database=None,
@@ -677,15 +830,19 @@ async def test_fuzzed_http_requests(
     @given(data=st.data())
     def one(data: st.DataObject) -> None:
         request = _request(data, seeds, fresh)
-        _judge(request, *_post(bot, request), statuses=statuses, clean=clean)
+        _judge(request, *_post(bot, request), statuses=statuses, clean=clean, signing=signing)
 
     started = time.monotonic()
     await asyncio.to_thread(one)
     elapsed = time.monotonic() - started
     await asyncio.sleep(1.0)  # work handed off after the acks: let it (wrongly) change something
-    print(f"\nfuzzed HTTP: {EXAMPLES} examples in {elapsed:.1f}s; statuses {dict(sorted(statuses.items()))}")
+    changed = world.changes()
+    _record("HTTP (approval-bot serve)", statuses=statuses, signing=signing, changed=changed, elapsed=elapsed)
     world.assert_unchanged()
     _reached_every_layer(statuses, clean)
+    # After thousands of fuzzed requests a SIGTERM'd bot uses all of the 10 s drain (not what is
+    # measured here; 20 s of the default suite): judged already, so it is killed instead.
+    bot.kill()
 
 
 async def test_fuzzed_socket_mode_envelopes(
@@ -726,11 +883,15 @@ async def test_fuzzed_socket_mode_envelopes(
     await asyncio.to_thread(one)
     elapsed = time.monotonic() - started
     await asyncio.sleep(1.0)
-    print(f"\nfuzzed Socket Mode: {SOCKET_EXAMPLES} examples in {elapsed:.1f}s; acks {dict(acks)}")
+    changed = world.changes()
+    _record("Socket Mode (approval-bot socket)", statuses=acks, signing=Counter(), changed=changed, elapsed=elapsed)
     assert all(e["ack"] is not None for e in local_slack.socket_mode.envelopes)
     assert local_slack.socket_mode.stray == []
     world.assert_unchanged()
     assert acks["error"] > 0 and acks["ack"] > 0, acks
+    # After thousands of fuzzed requests a SIGTERM'd bot uses all of the 10 s drain (not what is
+    # measured here; 20 s of the default suite): judged already, so it is killed instead.
+    bot.kill()
 
 
 async def test_fuzzed_lambda_events(
@@ -770,6 +931,7 @@ async def test_fuzzed_lambda_events(
     )
     statuses: Counter[int] = Counter()
     clean: Counter[int] = Counter()
+    signing: Counter[str] = Counter()
     fresh = _fresh(local_slack)
 
     @settings(
@@ -793,18 +955,19 @@ async def test_fuzzed_lambda_events(
         except LambdaError as error:
             raise AssertionError(f"the function failed ({error}): {request.story}") from None
         response = bot_response(result)
-        _judge(request, response.status, response.text.encode(), statuses=statuses, clean=clean)
+        _judge(request, response.status, response.text.encode(), statuses=statuses, clean=clean, signing=signing)
 
     container.invoke_sync(function_url_event(b"ssl_check=1", {"Content-Type": "application/x-www-form-urlencoded"}))
     world.mark()  # after the cold start
     started = time.monotonic()
     await asyncio.to_thread(one)
     elapsed = time.monotonic() - started
-    print(f"\nfuzzed Lambda: {LAMBDA_EXAMPLES} examples in {elapsed:.1f}s; statuses {dict(sorted(statuses.items()))}")
+    changed = world.changes()
+    _record("Lambda (Function URL events)", statuses=statuses, signing=signing, changed=changed, elapsed=elapsed)
     world.assert_unchanged()
     _reached_every_layer(statuses, clean)
     handed = [i.event()["approval_bot"]["work"] for i in local_lambda.take()]
-    assert {w["kind"] for w in handed} <= {"start", "list", "decide"}, handed
+    assert {w["kind"] for w in handed} <= {"start", "list", "decide", "home"}, handed
     assert {w["graph"] for w in handed if w["kind"] == "start"} <= {"nope-graph"}, "no start of a graph that exists"
 
 

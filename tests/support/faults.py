@@ -12,6 +12,7 @@ and applies the faults a test switches on at runtime::
     fault_proxy.delay(operations={"GetItem"}, seconds=2.0, times=1)
     fault_proxy.lose_response(operations={"UpdateItem"}, times=1, when=lambda body: ..., then=lambda: ...)
     fault_proxy.fail(methods={"PUT"}, service="s3", times=1)
+    fault_proxy.throttle(operations={"UpdateItem"}, kind="ThrottlingException", times=2)
 
 DynamoDB requests are matched by operation (the ``X-Amz-Target`` header), S3 requests by
 HTTP method and path. Faults end after ``times`` matching requests, after ``for_seconds``,
@@ -79,6 +80,8 @@ class FaultEvent:
     method: str
     path: str
     at: float
+    error: str | None = None
+    """For ``fail``: the DynamoDB ``__type`` answered (``InternalServerError``, ``ThrottlingException``...)."""
 
 
 @dataclass
@@ -94,6 +97,7 @@ class _Rule:
     seconds: float = 0.0
     status: int = 500
     message: str = "injected by the fault proxy"
+    error: str | None = None
     then: Callable[[], None] | None = None
     hits: int = field(default=0)
 
@@ -169,6 +173,34 @@ class FaultProxy(ThreadedHttpServer):
         either, until ``clear()``.
         """
         self._add("fail", operations, methods, path, service, when, times, for_seconds, status=status, message=message)
+
+    def throttle(
+        self,
+        *,
+        kind: Literal["ProvisionedThroughputExceededException", "ThrottlingException"],
+        operations: Iterable[str] | None = None,
+        when: BodyPredicate | None = None,
+        times: int | None = None,
+        for_seconds: float | None = None,
+    ) -> None:
+        """Answer matching DynamoDB requests with 400 and ``__type`` ``kind``, as DynamoDB throttles.
+
+        botocore treats both kinds as throttling: it retries them with its backoff (and,
+        in the standard retry mode, spends retry quota), so a short burst is absorbed.
+        """
+        self._add(
+            "fail",
+            operations,
+            None,
+            None,
+            "dynamodb",
+            when,
+            times,
+            for_seconds,
+            status=400,
+            message="Rate of requests exceeds the allowed throughput (injected by the fault proxy)",
+            error=kind,
+        )
 
     def delay(
         self,
@@ -269,7 +301,13 @@ class FaultProxy(ThreadedHttpServer):
                 if applied is not None:
                     self._events.append(
                         FaultEvent(
-                            applied.action, request.service, request.operation, request.method, request.path, now
+                            applied.action,
+                            request.service,
+                            request.operation,
+                            request.method,
+                            request.path,
+                            now,
+                            error=_error_kind(request, applied) if applied.action == "fail" else None,
                         )
                     )
         return delay, terminal
@@ -295,13 +333,19 @@ class FaultProxy(ThreadedHttpServer):
             connection.close()
 
 
-def _error_body(request: ProxiedRequest, status: int, message: str) -> tuple[str, bytes]:
+def _error_kind(request: ProxiedRequest, rule: _Rule) -> str:
+    if rule.error is not None:
+        return rule.error
     if request.service == "dynamodb":
-        kind = "ServiceUnavailable" if status == 503 else "InternalServerError"
+        return "ServiceUnavailable" if rule.status == 503 else "InternalServerError"
+    return "ServiceUnavailable" if rule.status == 503 else "InternalError"
+
+
+def _error_body(request: ProxiedRequest, status: int, message: str, kind: str) -> tuple[str, bytes]:
+    if request.service == "dynamodb":
         body = {"__type": f"com.amazonaws.dynamodb.v20120810#{kind}", "message": message}
         return "application/x-amz-json-1.0", json.dumps(body).encode()
-    code = "ServiceUnavailable" if status == 503 else "InternalError"
-    xml = f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message></Error>'
+    xml = f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{kind}</Code><Message>{message}</Message></Error>'
     return "application/xml", xml.encode()
 
 
@@ -341,7 +385,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             if delay is not None:
                 time.sleep(delay.seconds)
             if terminal is not None and terminal.action == "fail":
-                content_type, error = _error_body(request, terminal.status, terminal.message)
+                content_type, error = _error_body(
+                    request, terminal.status, terminal.message, _error_kind(request, terminal)
+                )
                 self.send_response(terminal.status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(error)))
@@ -371,9 +417,10 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             self.send_header("Date", self.date_time_string())
             if self.command != "HEAD":
                 self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(answer)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client died waiting (SIGKILL)
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(answer)
 
         do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = _handle
 

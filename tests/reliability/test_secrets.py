@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -25,7 +27,9 @@ import pytest
 
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
 from engine.ports import FINAL
+from engine.records import Run, RunStatus
 from localslack import LocalSlack, LocalSlackUser
+from persistence.dynamodb import DynamoRunStore
 from tests.e2e.conftest import CHANNEL, Backend, BotProcess, StartBot, UserFor, cards, eventually
 
 BOT_TOKEN = "xoxb-4242-0000-SECRETBOTTOKEN7q2"
@@ -155,6 +159,15 @@ async def test_a_full_session_at_debug_logs_and_posts_no_secret(
     edited = await session.new_card("run tool-gate-test billing")
     await session.modal(edited, "Edit", json.dumps({"service": "billing-canary", "replicas": 5}))
     await session.ended(3)
+    replied = await session.new_card("run tool-gate-test payments")
+    await session.modal(replied, "Reply", "scale payments to 2 replicas instead")
+    await session.ended(4)
+    await session.new_card("run guarded-write from-home")
+    assert (await session.user.open_home(user_id="U0BOB")).status == 200
+    await local_slack.wait_for(lambda: "Approve" in json.dumps(local_slack.home("U0BOB")), timeout=10, what="Home")
+    clicked = await session.user.click_home(user_id="U0BOB", label="Approve")
+    assert clicked.status == 200
+    await session.ended(5)
     for text in ("pending", "runs", "run no-such-graph x", "status nosuchrun"):
         await session.command(text)
     opened = await session.user.open_home(user_id="U0BOB")
@@ -168,6 +181,58 @@ async def test_a_full_session_at_debug_logs_and_posts_no_secret(
     over_socket = Session(local_slack, user_for(socket))
     card = await over_socket.new_card("run guarded-write over-the-socket")
     await over_socket.user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
-    await over_socket.ended(4)
+    await over_socket.ended(6)
 
     _assert_nothing_leaked([bot, socket], local_slack, [*session.answers, *over_socket.answers])
+
+
+def test_botocore_debug_logs_hold_no_aws_secret_key(
+    aws_env: dict[str, str], dynamodb_table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bot holds botocore at INFO even at DEBUG (``bot.logs``); should someone lower it by
+    hand, its wire log still carries no AWS secret key: requests are signed, not sent the key.
+
+    A store round trip (create, load, save) against moto with botocore's own loggers at DEBUG,
+    every record captured and searched like the bot's log.
+    """
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET)
+    records: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = Capture(level=logging.DEBUG)
+    wire = [logging.getLogger(name) for name in ("botocore", "boto3", "urllib3")]
+    levels = [logger.level for logger in wire]
+    for logger in wire:
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    try:
+        store = DynamoRunStore(dynamodb_table)
+        run = _a_run()
+        store.create(run)
+        assert store.load(run.run_id) is not None
+    finally:
+        for logger, level in zip(wire, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+    log = "\n".join(records)
+    assert "Authorization" in log and "AWS4-HMAC-SHA256" in log, "the wire log was really captured, headers and all"
+    assert [line for line in log.splitlines() if leaks(line, {"AWS secret key": AWS_SECRET})] == []
+
+
+def _a_run() -> Run:
+    now = time.time()
+    return Run(
+        run_id="r0secrets",
+        graph="guarded-write",
+        task="t",
+        started_by="U0ALICE",
+        status=RunStatus.RUNNING,
+        version=0,
+        created_at=now,
+        updated_at=now,
+        asks={},
+        channel=CHANNEL,
+    )

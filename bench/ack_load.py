@@ -1,0 +1,191 @@
+"""Ack latency under load: bursts of concurrent clients, ours against a bare Bolt app.
+
+Why bursts: Slack does not wait for one ack before sending the next request. With 50
+requests in flight, ours acks while the work it handed off after earlier acks (starting
+runs, deciding and resuming) runs on the same event loop, which a sequential bench never
+sees. The p99 is where that shows.
+
+Each round builds one mixed burst (a third ``/graph run bench-ask``, a third Approve clicks
+on real pending cards, the rest ``/graph help``, in a seeded shuffled order) and sends it to
+both apps, all requests at once, one app after the other; which app goes first alternates
+by round, and the servers' background work is left to settle between bursts, so one side's
+work never lands in the other's burst. Both apps are the ones the sequential mode serves
+(``bench/ack_latency.py``), on one event loop in a thread of their own; the clients are
+``--concurrency`` coroutines on another thread's loop, sharing one aiohttp pool (a connection each once warm).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.ack_latency import (
+    APPROVER,
+    CHANNEL,
+    REQUESTER,
+    Sender,
+    _BodyRecorder,
+    _LoopThread,
+    _pending_cards,
+    _serve,
+    _Servers,
+    _settle,
+    _tasks_now,
+    _timed,
+)
+from bench.graphs import SMALL
+from bench.stats import Comparison, compare
+from localslack import LOCAL_SIGNING_SECRET, BotResponse, HttpTransport, LocalSlackUser
+
+KINDS = ("help", "run", "click")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadReport:
+    clients: int
+    rounds: int
+    inline: bool
+    comparisons: list[Comparison]
+    """One per kind, then ``all`` (every request of every burst)."""
+    worst_ours: float
+    clicks_applied: int
+    runs_started: int
+
+
+def _kinds(*, clients: int, round_index: int, help_only: bool) -> list[str]:
+    if help_only:
+        return ["help"] * clients
+    third = clients // 3
+    kinds = ["run"] * third + ["click"] * third + ["help"] * (clients - 2 * third)
+    random.Random(round_index).shuffle(kinds)
+    return kinds
+
+
+async def measure_ack_under_load(
+    *, clients: int = 50, rounds: int = 10, warmup: int = 1, inline: bool = False, help_only: bool = False
+) -> LoadReport:
+    """``warmup + rounds`` bursts of ``clients`` concurrent requests to each app.
+
+    ``help_only`` is the control: bursts of ``/graph help`` alone, answered in the ack with
+    no work handed off, so the difference from the mixed bursts is what that work costs the acks.
+    """
+    servers_loop = _LoopThread()
+    with tempfile.TemporaryDirectory(prefix="bench-ack-load-") as workdir:
+        servers = await servers_loop.call(_serve(workdir=Path(workdir), inline=inline))
+        try:
+            return await _measure(
+                servers_loop=servers_loop,
+                servers=servers,
+                clients=clients,
+                rounds=rounds,
+                warmup=warmup,
+                inline=inline,
+                help_only=help_only,
+            )
+        finally:
+            await servers_loop.call(servers.stop())
+            servers_loop.close()
+
+
+async def _burst(send: Sender, bodies: list[bytes]) -> list[float]:
+    return list(await asyncio.gather(*(_timed(send, body) for body in bodies)))
+
+
+async def _measure(
+    *,
+    servers_loop: _LoopThread,
+    servers: _Servers,
+    clients: int,
+    rounds: int,
+    warmup: int,
+    inline: bool,
+    help_only: bool,
+) -> LoadReport:
+    slack = servers.slack
+    ours = HttpTransport(bot_url=servers.ours_url, signing_secret=LOCAL_SIGNING_SECRET)
+    bare = HttpTransport(bot_url=servers.bare_url, signing_secret=LOCAL_SIGNING_SECRET)
+    recording = _BodyRecorder()
+    recorder = LocalSlackUser(slack=slack, transport=recording)
+    baseline = await servers_loop.call(_tasks_now())
+
+    async def settle() -> None:
+        await servers_loop.call(_settle(baseline=baseline))
+
+    async def send_ours(body: bytes) -> BotResponse:
+        return await ours.post(body)
+
+    async def send_bare(body: bytes) -> BotResponse:
+        return await bare.post(body)
+
+    async def command(text: str) -> bytes:
+        await recorder.slash_command(text=text, user_id=REQUESTER, channel_id=CHANNEL)
+        return recording.body
+
+    times: dict[str, tuple[list[float], list[float]]] = {kind: ([], []) for kind in KINDS}
+    runs_started = 0
+    clicks_sent = 0
+    try:
+        # Cards for the first round's clicks; later rounds click the cards the previous round's runs posted.
+        for i in range(0 if help_only else clients // 3):
+            await send_ours(await command(f"run {SMALL} load seed {i}"))
+        await settle()
+        for round_index in range(warmup + rounds):
+            kinds = _kinds(clients=clients, round_index=round_index, help_only=help_only)
+            cards = iter(_pending_cards(slack))
+            bodies: list[bytes] = []
+            for n, kind in enumerate(kinds):
+                if kind == "click":
+                    card = next(cards, None)
+                    if card is None:
+                        raise RuntimeError("no pending card left to click: the previous burst's runs did not ask")
+                    await recorder.click(message=card, label="Approve", user_id=APPROVER, channel_id=CHANNEL)
+                    bodies.append(recording.body)
+                else:
+                    bodies.append(await command("help" if kind == "help" else f"run {SMALL} r{round_index} c{n}"))
+            pending_before = len(_pending_cards(slack))
+            gc.collect()
+            sides = [(send_ours, 0), (send_bare, 1)]
+            if round_index % 2:
+                sides.reverse()
+            measured: dict[int, list[float]] = {}
+            for send, side in sides:
+                measured[side] = await _burst(send, bodies)
+                await settle()
+            runs = kinds.count("run")
+            clicks = kinds.count("click")
+            if len(_pending_cards(slack)) != pending_before + runs - clicks:
+                raise RuntimeError("a burst's runs or clicks did not all take effect: not the work being measured")
+            runs_started += runs
+            clicks_sent += clicks
+            if round_index >= warmup:
+                for kind, ours_time, bare_time in zip(kinds, measured[0], measured[1], strict=True):
+                    times[kind][0].append(ours_time)
+                    times[kind][1].append(bare_time)
+        if slack.rejected:
+            raise RuntimeError(f"the bot made calls Slack would refuse: {slack.rejected[:3]}")
+    finally:
+        await ours.aclose()
+        await bare.aclose()
+    mode = (" [inline]" if inline else "") + (" (help only)" if help_only else "")
+    label = {"help": "/graph help", "run": f"/graph run {SMALL}", "click": "Approve click"}
+    comparisons = [
+        compare(name=f"{clients} clients: {label[k]}{mode}", ours=times[k][0], baseline=times[k][1])
+        for k in KINDS
+        if times[k][0] and not help_only
+    ]
+    every_ours = [t for k in KINDS for t in times[k][0]]
+    every_bare = [t for k in KINDS for t in times[k][1]]
+    comparisons.append(compare(name=f"{clients} clients: all{mode}", ours=every_ours, baseline=every_bare))
+    return LoadReport(
+        clients=clients,
+        rounds=rounds,
+        inline=inline,
+        comparisons=comparisons,
+        worst_ours=max(every_ours),
+        clicks_applied=clicks_sent,
+        runs_started=runs_started,
+    )
