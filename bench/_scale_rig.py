@@ -240,7 +240,7 @@ def clone_waiting(bot: Bot, *, total: int) -> list[str]:
     made: list[str] = []
     for n in range(total - len(templates)):
         template = templates[n % len(templates)]
-        at = oldest - 1.0 - n
+        at = oldest - 0.001 * (n + 1)  # older by a millisecond each: never old enough to make an ask due
         copy = template.evolve(run_id=f"clone{n:011d}", created_at=at, updated_at=at, state_ref=None)
         bot.store.create(copy)
         bot.store.index_asks(copy)
