@@ -26,7 +26,7 @@ CHATTY = "bench-chatty"
 CHATTY_PAGES = 16  # stays under Strands' default 40-message window, which would trim the script
 APPROVAL_INTERRUPT = "bench_approve"
 
-_WORDS = (
+WORDS = (  # words of the filler text; bench/peers uses the same
     "deploy",
     "service",
     "billing",
@@ -63,7 +63,7 @@ def page_text(page: int, *, words: int = 600) -> str:
     ``"x" * n``, which would make the stored-size numbers meaninglessly good.
     """
     pick = random.Random(page)
-    return f"page {page}: " + " ".join(pick.choice(_WORDS) for _ in range(words))
+    return f"page {page}: " + " ".join(pick.choice(WORDS) for _ in range(words))
 
 
 @tool

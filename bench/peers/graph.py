@@ -25,6 +25,7 @@ from strands.hooks import BeforeNodeCallEvent, HookProvider, HookRegistry
 from strands.multiagent.graph import Graph, GraphBuilder
 from strands.telemetry.metrics import EventLoopMetrics
 
+from bench.graphs import WORDS as _WORDS
 from graph_defs import graph_def
 from graph_defs.examples._approval import read_answer
 
@@ -32,34 +33,6 @@ GRAPH = "peers-cycle"
 INTERRUPT_NAME = "approve_plan"
 STATE_ENV = "PEERS_STATE_BYTES"
 MARKER_ENV = "PEERS_MARKER"
-_WORDS = [
-    "deploy",
-    "service",
-    "billing",
-    "region",
-    "replica",
-    "lease",
-    "snapshot",
-    "version",
-    "approve",
-    "reject",
-    "reply",
-    "table",
-    "index",
-    "partition",
-    "throughput",
-    "latency",
-    "budget",
-    "owner",
-    "channel",
-    "thread",
-    "card",
-    "modal",
-    "decision",
-    "resume",
-    "graph",
-    "node",
-]
 
 
 def plan_text(size: int) -> str:
