@@ -11,23 +11,23 @@ both apps, all requests at once, one app after the other; which app goes first a
 by round, and the servers' background work is left to settle between bursts, so one side's
 work never lands in the other's burst. Both apps are the ones the sequential mode serves
 (``bench/ack_latency.py``), on one event loop in a thread of their own; the clients are
-``--concurrency`` coroutines on another thread's loop, sharing one aiohttp pool (a connection each once warm).
+``--concurrency`` coroutines in a process of their own (``bench/_burst_client.py`` says why),
+sharing one aiohttp pool per app (a connection each once warm).
 """
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import random
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench._burst_client import BurstClient
 from bench.ack_latency import (
     APPROVER,
     CHANNEL,
     REQUESTER,
-    Sender,
     _BodyRecorder,
     _LoopThread,
     _pending_cards,
@@ -35,7 +35,6 @@ from bench.ack_latency import (
     _Servers,
     _settle,
     _tasks_now,
-    _timed,
 )
 from bench.graphs import SMALL
 from bench.stats import Comparison, compare
@@ -91,10 +90,6 @@ async def measure_ack_under_load(
             servers_loop.close()
 
 
-async def _burst(send: Sender, bodies: list[bytes]) -> list[float]:
-    return list(await asyncio.gather(*(_timed(send, body) for body in bodies)))
-
-
 async def _measure(
     *,
     servers_loop: _LoopThread,
@@ -107,7 +102,7 @@ async def _measure(
 ) -> LoadReport:
     slack = servers.slack
     ours = HttpTransport(bot_url=servers.ours_url, signing_secret=LOCAL_SIGNING_SECRET)
-    bare = HttpTransport(bot_url=servers.bare_url, signing_secret=LOCAL_SIGNING_SECRET)
+    clients_process = await BurstClient.start()
     recording = _BodyRecorder()
     recorder = LocalSlackUser(slack=slack, transport=recording)
     baseline = await servers_loop.call(_tasks_now())
@@ -117,9 +112,6 @@ async def _measure(
 
     async def send_ours(body: bytes) -> BotResponse:
         return await ours.post(body)
-
-    async def send_bare(body: bytes) -> BotResponse:
-        return await bare.post(body)
 
     async def command(text: str) -> bytes:
         await recorder.slash_command(text=text, user_id=REQUESTER, channel_id=CHANNEL)
@@ -148,12 +140,12 @@ async def _measure(
                     bodies.append(await command("help" if kind == "help" else f"run {SMALL} r{round_index} c{n}"))
             pending_before = len(_pending_cards(slack))
             gc.collect()
-            sides = [(send_ours, 0), (send_bare, 1)]
+            sides = [(servers.ours_url, 0), (servers.bare_url, 1)]
             if round_index % 2:
                 sides.reverse()
             measured: dict[int, list[float]] = {}
-            for send, side in sides:
-                measured[side] = await _burst(send, bodies)
+            for url, side in sides:
+                measured[side] = await clients_process.burst(url=url, bodies=bodies)
                 await settle()
             runs = kinds.count("run")
             clicks = kinds.count("click")
@@ -169,7 +161,7 @@ async def _measure(
             raise RuntimeError(f"the bot made calls Slack would refuse: {slack.rejected[:3]}")
     finally:
         await ours.aclose()
-        await bare.aclose()
+        await clients_process.close()
     mode = (" [inline]" if inline else "") + (" (help only)" if help_only else "")
     label = {"help": "/graph help", "run": f"/graph run {SMALL}", "click": "Approve click"}
     comparisons = [

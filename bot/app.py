@@ -15,6 +15,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 
+from bot.ack_first import AckFirst
 from bot.edge import SlackEdge
 from bot.handoff import Handoff
 from bot.listeners import actions, commands, edits, events, fallback, views
@@ -70,7 +71,15 @@ def build_app(services: Services, *, handoff: Handoff, process_before_response: 
     return app
 
 
-def build_edge(services: Services, *, handoff: Handoff, process_before_response: bool = False) -> SlackEdge:
-    """The app behind the edge every entry point (server, Socket Mode, Lambda) talks to."""
+def build_edge(
+    services: Services, *, handoff: Handoff, process_before_response: bool = False, ack_first: AckFirst | None = None
+) -> SlackEdge:
+    """The app behind the edge every entry point (server, Socket Mode, Lambda) talks to.
+
+    ``ack_first``: the one the in-process handoff waits on, so that its work starts after
+    the acks in flight (``bot.ack_first``); Lambda, whose work runs elsewhere, needs none.
+    """
     app = build_app(services, handoff=handoff, process_before_response=process_before_response)
-    return SlackEdge(app=app, signing_secret=services.slack.signing_secret, command=services.slack.command)
+    return SlackEdge(
+        app=app, signing_secret=services.slack.signing_secret, command=services.slack.command, ack_first=ack_first
+    )

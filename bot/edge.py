@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+from bot.ack_first import AckFirst
 from bot.payloads import Kind, inspect
 
 logger = logging.getLogger(__name__)
@@ -68,12 +69,19 @@ def _refused(status: int, problem: str) -> EdgeReply:
 
 class SlackEdge:
     def __init__(
-        self, *, app: AsyncApp, signing_secret: str, command: str, clock: Callable[[], float] = time.time
+        self,
+        *,
+        app: AsyncApp,
+        signing_secret: str,
+        command: str,
+        clock: Callable[[], float] = time.time,
+        ack_first: AckFirst | None = None,
     ) -> None:
         self._app = app
         self._command = command
         self._secret = signing_secret.encode()
         self._clock = clock
+        self._ack_first = ack_first or AckFirst()  # counted even when nobody waits on it: one int
 
     @property
     def app(self) -> AsyncApp:
@@ -81,6 +89,15 @@ class SlackEdge:
 
     async def http(self, *, body: bytes, headers: Mapping[str, str]) -> EdgeReply:
         """A request as it came over HTTP (server or Lambda); ``headers`` in any case."""
+        with self._ack_first.request():
+            return await self._http(body=body, headers=headers)
+
+    async def payload(self, body: object, *, headers: Mapping[str, str] | None = None) -> EdgeReply:
+        """A parsed payload from an authenticated source (a signed request, the Socket Mode socket)."""
+        with self._ack_first.request():
+            return await self._payload(body, headers=headers)
+
+    async def _http(self, *, body: bytes, headers: Mapping[str, str]) -> EdgeReply:
         if len(body) > MAX_BODY_BYTES:
             return _refused(413, "request too large")
         lower = {str(k).lower(): str(v) for k, v in headers.items()}
@@ -95,10 +112,9 @@ class SlackEdge:
             return _refused(401, "invalid signature")
         if parsed is None:
             return _refused(400, "malformed body")
-        return await self.payload(parsed, headers={k: lower[k] for k in _FORWARDED if k in lower})
+        return await self._payload(parsed, headers={k: lower[k] for k in _FORWARDED if k in lower})
 
-    async def payload(self, body: object, *, headers: Mapping[str, str] | None = None) -> EdgeReply:
-        """A parsed payload from an authenticated source (a signed request, the Socket Mode socket)."""
+    async def _payload(self, body: object, *, headers: Mapping[str, str] | None = None) -> EdgeReply:
         inspection = inspect(body, command=self._command)
         kind = inspection.kind
         if inspection.problem is not None or kind is None:

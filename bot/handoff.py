@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Protocol
 
+from bot.ack_first import AckFirst
 from bot.perform import perform
 from bot.services import Services
 from bot.work import Work
@@ -49,14 +50,20 @@ class InProcessHandoff:
 
     budget = 0.0  # scheduling a task
 
-    def __init__(self, *, services: Services) -> None:
+    def __init__(self, *, services: Services, ack_first: AckFirst | None = None) -> None:
         self._services = services
+        self.ack_first = ack_first or AckFirst()
+        """Give the same one to the edge (``build_edge``): work starts after the acks in flight."""
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def submit(self, work: Work) -> None:
-        task = asyncio.get_running_loop().create_task(perform(work, services=self._services))
+        task = asyncio.get_running_loop().create_task(self._perform(work))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _perform(self, work: Work) -> None:
+        await self.ack_first.quiet()
+        await perform(work, services=self._services)
 
     @property
     def pending(self) -> int:

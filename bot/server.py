@@ -35,7 +35,9 @@ def build_web_app(
 ) -> web.Application:
     web_app = web.Application(client_max_size=MAX_BODY_BYTES)
     handoff = InProcessHandoff(services=services)
-    edge = build_edge(services, handoff=handoff, process_before_response=process_before_response)
+    edge = build_edge(
+        services, handoff=handoff, ack_first=handoff.ack_first, process_before_response=process_before_response
+    )
     web_app[SERVICES_KEY] = services
     web_app[HANDOFF_KEY] = handoff
 
@@ -48,7 +50,9 @@ def build_web_app(
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await asyncio.to_thread(services.graphs.load)
-        app[SWEEPER_KEY] = asyncio.create_task(sweep_forever(services, every=sweep_seconds))
+        app[SWEEPER_KEY] = asyncio.create_task(
+            sweep_forever(services, every=sweep_seconds, ack_first=handoff.ack_first)
+        )
         yield
         await stop_sweeping(app)
 

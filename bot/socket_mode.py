@@ -53,7 +53,7 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
     services = build_services(settings)
     services.store  # noqa: B018  # built now: a bad store setting stops start-up, not the first event
     handoff = InProcessHandoff(services=services)
-    edge = build_edge(services, handoff=handoff)
+    edge = build_edge(services, handoff=handoff, ack_first=handoff.ack_first)
     await asyncio.to_thread(services.graphs.load)
     handler = _EdgeHandler(edge, settings.slack_app_token.get_secret_value())
     # Ask for the WebSocket URL once up front: on a refused token the SDK would log and retry forever
@@ -72,7 +72,7 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
             f"could not reach Slack at SLACK_API_URL={settings.slack_api_url!r} ({type(error).__name__}); "
             "check the URL (unset means https://slack.com/api/) and the network"
         ) from None
-    sweeper = asyncio.create_task(sweep_forever(services, every=sweep_seconds))
+    sweeper = asyncio.create_task(sweep_forever(services, every=sweep_seconds, ack_first=handoff.ack_first))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

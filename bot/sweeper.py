@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from bot.ack_first import AckFirst
 from bot.handoff import InProcessHandoff
 from bot.services import Services
 
@@ -23,9 +24,12 @@ async def drain(services: Services, *, handoff: InProcessHandoff, timeout: float
         logger.warning("shutting down with a graph pass still running; its lease will expire and be taken over")
 
 
-async def sweep_forever(services: Services, *, every: float) -> None:
+async def sweep_forever(services: Services, *, every: float, ack_first: AckFirst | None = None) -> None:
+    """A sweep every ``every`` seconds; each round starts once no request is being acked."""
     while True:
         await asyncio.sleep(every)
+        if ack_first is not None:
+            await ack_first.quiet()
         try:
             resumed = await services.engine.sweep()
         except Exception:  # the store may be briefly unreachable; try again next round

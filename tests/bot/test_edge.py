@@ -178,7 +178,8 @@ async def bot(local_slack: LocalSlack, tmp_path: Path, monkeypatch: pytest.Monke
     services = build_services(settings)
     handoff = InProcessHandoff(services=services)
     try:
-        yield Bot(edge=build_edge(services, handoff=handoff), services=services, handoff=handoff, slack=local_slack)
+        edge = build_edge(services, handoff=handoff, ack_first=handoff.ack_first)
+        yield Bot(edge=edge, services=services, handoff=handoff, slack=local_slack)
         await handoff.drain(timeout=30)
     finally:
         close = getattr(services.store, "close", None)
@@ -790,6 +791,34 @@ async def test_the_same_command_delivered_twice_starts_one_run(bot: Bot) -> None
     assert _runs(bot) == 1
     posts = [p for m, p in bot.slack.calls if m == "chat.postMessage"]
     assert sum("started" in str(p.get("text", "")) for p in posts) == 1, posts
+
+
+async def test_handed_off_work_starts_once_no_request_is_being_acked(bot: Bot) -> None:
+    """``bot.ack_first`` through the real edge and handoff: a start acked while another
+    request is still being acked waits for that one, then runs."""
+    gate = bot.handoff.ack_first
+    gate.longest_wait = 30.0
+    form = command_form(bot.slack, "run guarded-write hello")
+    with gate.request():  # another request, still on its way to its ack
+        reply = await bot.post(urlencode(form).encode())
+        assert reply.status == 200 and gate.acking == 1
+        await asyncio.sleep(0.3)
+        assert bot.handoff.pending == 1 and _runs(bot) == 0, "the work started before the other ack"
+    await bot.settle()
+    run = bot.services.store.load(run_id_for(form["trigger_id"]) or "")
+    assert run is not None and run.status is RunStatus.WAITING
+
+
+async def test_handed_off_work_waits_no_longer_than_its_limit(bot: Bot) -> None:
+    """Steady traffic delays work by at most ``longest_wait``, never starves it."""
+    gate = bot.handoff.ack_first
+    gate.longest_wait = 0.2
+    form = command_form(bot.slack, "run guarded-write hello")
+    with gate.request():  # a request that never finishes being acked
+        assert (await bot.post(urlencode(form).encode())).status == 200
+        await bot.settle()
+        run = bot.services.store.load(run_id_for(form["trigger_id"]) or "")
+        assert run is not None and run.status is RunStatus.WAITING
 
 
 async def test_help_is_answered_in_the_ack(bot: Bot, quiet: pytest.LogCaptureFixture) -> None:
