@@ -187,9 +187,15 @@ async def _show_status(work: ShowStatus, *, services: Services) -> None:
 async def _start(work: StartRun, *, services: Services) -> None:
     command = services.slack.command
     try:
-        await services.engine.start(
+        run = await services.engine.start(
             graph=work.graph, task=work.task, user=work.user, channel=work.channel, run_id=work.run_id
         )
+        if run.thread is None and run.channel is not None:
+            await _tell(
+                work.response_url,
+                f"Slack has not confirmed the announcement of run {inline_code(run.run_id)} yet. The run goes on, "
+                "and its messages appear in this channel as soon as Slack takes them.",
+            )
     except RunExists:
         logger.info("run %s: already started (a retried command); nothing more to do", work.run_id)
     except UnknownGraph as unknown:
@@ -212,12 +218,18 @@ async def _start(work: StartRun, *, services: Services) -> None:
             text = f"You may not start {graph}: its policy names nobody who may."
         await _tell(work.response_url, text)
     except PublishError as error:
-        await _tell(
-            work.response_url, f"I could not post in this channel ({error}). Invite me with `/invite` and try again."
-        )
+        if str(error) in _NOT_A_MEMBER:
+            text = f"I could not post in this channel ({error}). Invite me with `/invite` and try again."
+        else:
+            text = f"Slack refused the run's announcement ({str(error)[:80]}), so the run did not start."
+        await _tell(work.response_url, text)
     except Exception:  # e.g. a graph module that fails to import: say so, don't go quiet
         logger.exception("starting %s failed", work.graph)
         await _tell(work.response_url, f"Starting `{work.graph[:40]}` failed; the bot's logs say why.")
+
+
+_NOT_A_MEMBER = frozenset({"not_in_channel", "channel_not_found"})
+"""Refusals an ``/invite`` cures: the bot is not in the channel (a private one: cannot see it)."""
 
 
 async def _tell(response_url: str, text: str) -> None:

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.metadata import Metadata
 from slack_sdk.web.async_client import AsyncWebClient
@@ -24,7 +25,7 @@ from bot.render import cards, messages
 from bot.render import progress as progress_view
 from bot.render.cards import Rendered
 from bot.workspace import Workspace
-from engine.ports import FINAL, PROGRESS, PublishError
+from engine.ports import FINAL, PROGRESS, PublishError, PublishUnconfirmed
 from engine.records import Ask, AskStatus, MessageRef, Run, RunStatus
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 EVENT_TYPE = "approval_bot_message"
 ANNOUNCEMENT = "announcement"
+_NO_VERDICT = frozenset({"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"})
+"""Slack's error codes that say nothing about whether the message was posted."""
 _LOOKUP_PAGES = 10  # of 200 messages: a run's thread, or the channel since the run started
 
 
@@ -108,12 +111,20 @@ class SlackPublisher:
         return self.workspace.link(ask.card, thread_ts=run.thread.ts if run.thread else None)
 
     async def run_started(self, *, run: Run, channel: str) -> MessageRef:
+        """Raises ``PublishError`` when Slack refused the announcement (``not_in_channel``…),
+        ``PublishUnconfirmed`` when it gave no verdict: an answer that came after the
+        client's timeout still leaves the message in the channel."""
         try:
             return await self._post(
                 run=run, what=ANNOUNCEMENT, channel=channel, thread_ts=None, message=messages.run_started(run=run)
             )
         except SlackApiError as error:
-            raise PublishError(str(error.response.get("error", "unknown_error"))) from error
+            code = str(error.response.get("error", "unknown_error"))
+            if code in _NO_VERDICT or error.response.status_code == 429 or error.response.status_code >= 500:
+                raise PublishUnconfirmed(code) from error
+            raise PublishError(code) from error
+        except (TimeoutError, aiohttp.ClientError, OSError) as error:
+            raise PublishUnconfirmed(f"no answer from Slack: {type(error).__name__}") from error
 
     async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
         thread = _thread_of(run)

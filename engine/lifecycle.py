@@ -44,6 +44,7 @@ from engine.ports import (
     ProgressPublisher,
     Publisher,
     PublishError,
+    PublishUnconfirmed,
     StartRefused,
     UnknownGraph,
 )
@@ -123,8 +124,10 @@ class RunEngine:
         ``user``) before anything is recorded, ``StoreError`` when the run
         cannot be recorded (nothing is posted then; ``RunExists`` when ``run_id`` names a
         run already started, which makes a start delivered twice start one run), and
-        ``PublishError`` when it cannot be announced (the run is then recorded as failed,
-        and nothing else is posted).
+        ``PublishError`` when Slack refuses the announcement (the run is then recorded as
+        failed, and nothing else is posted). When Slack gives no verdict
+        (``PublishUnconfirmed``) the run goes on and its announcement stays owed; the run
+        returned then has no thread unless the message was found.
         """
         if not self._graphs.exists(graph):
             raise UnknownGraph(graph)
@@ -155,6 +158,13 @@ class RunEngine:
         with self._work():
             try:
                 thread = await self._publisher.run_started(run=run, channel=channel)
+            except PublishUnconfirmed as unconfirmed:
+                # Slack gave no verdict: the announcement may be in the channel (an answer
+                # after the client's timeout). Failing the run would leave it there under a
+                # false "could not post". The pass looks for it by its metadata first and
+                # posts it only if absent (``_announced``); the delivery keeps trying after.
+                logger.warning("run %s: Slack did not confirm its announcement (%s)", run.run_id, unconfirmed)
+                return await self._hold(run)
             except Exception as error:
                 reason = str(error) if isinstance(error, PublishError) else type(error).__name__
                 ended = failed_record(run, now=self._clock(), error=f"the run could not be announced: {reason}")

@@ -65,6 +65,12 @@ class PublishError(Exception):
     """The run's messages could not be posted (e.g. the bot is not in the channel)."""
 
 
+class PublishUnconfirmed(Exception):
+    """Slack gave no verdict (a timeout, a lost connection, a 5xx or a rate limit after the
+    retries): the message may have been posted all the same, so it is looked for, not
+    reported as refused."""
+
+
 class Publisher(Protocol):
     """Every call is made only after the state it shows is saved.
 

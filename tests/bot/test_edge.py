@@ -821,6 +821,20 @@ async def test_handed_off_work_waits_no_longer_than_its_limit(bot: Bot) -> None:
         assert run is not None and run.status is RunStatus.WAITING
 
 
+async def test_a_start_whose_announcement_slack_rate_limits_goes_on_and_says_so(bot: Bot) -> None:
+    """Rate-limited beyond the retries, Slack gave no verdict: the run is not failed, and
+    the requester is told it is unconfirmed, not to /invite the bot."""
+    fault = bot.slack.inject_failures(method="chat.postMessage", status=429, retry_after=0, times=None)
+    form = command_form(bot.slack, "run guarded-write hello")
+    assert (await bot.post(urlencode(form).encode())).status == 200
+    await bot.settle()
+    run = bot.services.store.load(run_id_for(form["trigger_id"]) or "", snapshot=False)
+    assert run is not None and run.status is RunStatus.WAITING and run.thread is None and run.owes_slack
+    assert fault.served >= 2, "the start tried, and the pass looked and tried again"
+    (told,) = [str(r["body"].get("text", "")) for r in bot.slack.responses]
+    assert "has not confirmed the announcement" in told and "/invite" not in told, told
+
+
 async def test_help_is_answered_in_the_ack(bot: Bot, quiet: pytest.LogCaptureFixture) -> None:
     reply = await bot.command("help")
     assert reply.status == 200 and "/graph run" in reply.body

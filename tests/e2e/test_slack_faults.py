@@ -325,3 +325,29 @@ async def test_a_retracted_late_copy_does_not_make_the_decided_card_owed_again(
     )
     updates = [p for p in _accepted(local_slack, "chat.update", IS_CARD) if p.get("ts") == cycle.card_ts]
     assert len(updates) == 1, f"the decided card was updated {len(updates)} times"
+
+
+@pytest.mark.long  # waits out the Slack client's 30 s timeout
+async def test_an_announcement_answered_after_the_timeout_is_adopted_and_the_run_goes_on(
+    start_bot: StartBot, sqlite_backend: Backend, local_slack: LocalSlack, user_for: UserFor, markers_file: Path
+) -> None:
+    """Slack posts the announcement but answers after the client gave up: the run is not
+    failed under a message that says it started, nobody is told to /invite the bot, and
+    the card comes in that announcement's thread."""
+    held = local_slack.hold_answers(method="chat.postMessage", seconds=31, when=contains("started *guarded-write*"))
+    bot = await start_bot(backend=sqlite_backend)
+    user = user_for(bot)
+    response = await user.slash_command(text=f"run guarded-write {TASK}", user_id="U0ALICE", channel_id=CHANNEL)
+    assert response.status == 200
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=60, what="the card")
+    assert held.served == 1
+    (announcement,) = [m for m in local_slack.messages(CHANNEL) if "started *guarded-write*" in str(m.get("text"))]
+    assert card.get("thread_ts") == announcement["ts"], "the card is in the announcement's thread"
+    told = [str(r["body"].get("text", "")) for r in local_slack.responses if r["user"] == "U0ALICE"]
+    assert not any("/invite" in t for t in told), told
+    await user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
+    await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the final message")
+    store = sqlite_backend.open_store()
+    run = await eventually(lambda: _settled(run_of(store, local_slack)), what="the end recorded")
+    assert run.thread is not None and run.thread.ts == announcement["ts"]
+    assert markers_file.read_text().splitlines() == [f"writer:{TASK}"], "the tool ran once"

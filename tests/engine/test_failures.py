@@ -15,6 +15,7 @@ import pytest
 
 import tests.support.graphs as test_graphs
 from engine import PublishError, RunEngine
+from engine.ports import PublishUnconfirmed
 from engine.records import Decision, Run, RunStatus, Verdict
 from engine.store import StoreBroken, StoreUnavailable
 from persistence.sqlite import SqliteRunStore
@@ -243,3 +244,43 @@ async def test_a_run_whose_announcement_failed_at_the_start_owes_nothing(tmp_pat
     with pytest.raises(PublishError):
         await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
     assert await engine(store, publisher, ahead=10**6).sweep() == [], "the requester was told; nothing to post"
+
+
+async def test_an_announcement_slack_took_without_answering_in_time_is_adopted(tmp_path: Path, publisher) -> None:
+    """Slack posted the announcement but its answer came after the client's timeout: the
+    run goes on in that message's thread, instead of failing under it."""
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+    took = publisher.run_started
+
+    async def answer_lost(**kwargs: Any) -> Any:
+        await took(**kwargs)  # in the channel, but the answer never came
+        raise PublishUnconfirmed("no answer from Slack: TimeoutError")
+
+    publisher.run_started = answer_lost
+    run = await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
+
+    assert run.status is RunStatus.WAITING and run.thread == publisher.posted[(run.run_id, "")]
+    assert len(publisher.of("started")) == 1, "looked for, not posted twice"
+    assert len(publisher.of("card")) == 1
+    stored = store.load(run.run_id, snapshot=False)
+    assert stored is not None and stored.thread == run.thread and not stored.owes_slack
+
+
+async def test_an_announcement_slack_never_answered_is_posted_once_slack_is_back(tmp_path: Path, publisher) -> None:
+    store = SqliteRunStore(str(tmp_path / "runs.sqlite3"))
+    took = publisher.run_started
+    down = True
+
+    async def no_answer(**kwargs: Any) -> Any:
+        if down:
+            raise PublishUnconfirmed("ratelimited")
+        return await took(**kwargs)
+
+    publisher.run_started = no_answer
+    run = await engine(store, publisher).start(graph="guarded-write", task="x", user="U0", channel="C1")
+    assert run.status is RunStatus.WAITING and run.thread is None, "the run went on; its announcement is owed"
+    assert publisher.of("card") == [] and test_graphs.markers() == []
+    down = False
+    (swept,) = await engine(store, publisher, ahead=61).sweep()
+    assert swept.thread is not None and not swept.owes_slack
+    assert len(publisher.of("started")) == 1 and len(publisher.of("card")) == 1
