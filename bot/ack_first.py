@@ -9,12 +9,15 @@ bare Bolt app's. Slack's 3 seconds are a hard limit, the work's latency is not: 
 starts once no request is being acked, or after ``longest_wait`` seconds if requests keep
 coming, so that steady traffic delays it, never starves it.
 
-It orders starts only. A pass already running keeps its turns of the loop; what an ack
-then waits for is one step of it (the bench reports that figure too).
+It orders starts only. A pass already running keeps its turns of the loop, so an ack
+that arrives while one runs waits for its steps: steady traffic that overlaps graph work
+costs acks more than bursts do (``bench/ack_load.py`` measures both).
 
-A process that dies while work waits here loses it exactly as one that dies just after
-the ack: the sweeper finds a run with work left, and a start that never began is told
-by its announcement staying unanswered. ``longest_wait`` keeps that window short.
+What waits here must be safe to lose with the process. A click's decision is recorded
+before its wait (``bot.handoff``), so only the resume waits, and the sweeper finds a
+run with a decision to resume. A start waits whole: a process killed in that window (at
+most ``longest_wait`` after the ack) never creates the run, and the person who typed the
+command sees no announcement and types it again, as after a crash just after the ack.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The HTTP server, the Lambda handler and Socket Mode all come through here, so each
 answers everything Slack may send the way Slack expects:
 
-* ``ssl_check`` (unsigned, by design) gets 200 and nothing is done;
 * anything about the signature or its timestamp gets 401, before the body is parsed;
+* ``ssl_check`` (unsigned, by design) gets 200 and nothing is done: a short form body,
+  the only bytes read without a signature;
 * ``url_verification`` gets its challenge back;
 * a kind the bot does not handle (an event, a shortcut, ``view_closed``) gets 200 and
   one debug line, because Slack counts errors and disables apps that fail too often;
@@ -102,16 +103,16 @@ class SlackEdge:
             return _refused(413, "request too large")
         lower = {str(k).lower(): str(v) for k, v in headers.items()}
         content_type = lower.get("content-type", "").split(";")[0].strip().lower()
+        if not self._signed(body, lower):
+            # The body is not parsed for anyone without the signing secret, save the few
+            # bytes of Slack's periodic check of the URL, which is unsigned by design.
+            return EdgeReply(200) if _is_ssl_check(body, content_type) else _refused(401, "invalid signature")
         try:
             parsed = self._parse(body.decode("utf-8"), content_type)
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            parsed = None  # judged after the signature: an unsigned request learns nothing
-        if isinstance(parsed, dict) and parsed.get("ssl_check") == "1" and "command" not in parsed:
-            return EdgeReply(200)  # Slack's periodic check of the URL: unsigned by design
-        if not self._signed(body, lower):
-            return _refused(401, "invalid signature")
-        if parsed is None:
             return _refused(400, "malformed body")
+        if isinstance(parsed, dict) and parsed.get("ssl_check") == "1" and "command" not in parsed:
+            return EdgeReply(200)  # signed after all: still only the check
         return await self._payload(parsed, headers={k: lower[k] for k in _FORWARDED if k in lower})
 
     async def _payload(self, body: object, *, headers: Mapping[str, str] | None = None) -> EdgeReply:
@@ -170,6 +171,20 @@ class SlackEdge:
         if "payload" in form and "command" not in form:
             return json.loads(form["payload"], parse_constant=_refuse_constant)
         return form
+
+
+_SSL_CHECK_MAX_BYTES: Final = 512  # ``ssl_check=1&token=…``: a few dozen bytes
+
+
+def _is_ssl_check(body: bytes, content_type: str) -> bool:
+    """Slack's ``ssl_check``: a short form with ``ssl_check=1`` and no command, read cheaply."""
+    if content_type != "application/x-www-form-urlencoded" or len(body) > _SSL_CHECK_MAX_BYTES:
+        return False
+    try:
+        fields = dict(parse_qsl(body.decode("ascii"), keep_blank_values=True, max_num_fields=8))
+    except ValueError:  # not ASCII, or too many fields: not Slack's check
+        return False
+    return fields.get("ssl_check") == "1" and "command" not in fields
 
 
 def _refuse_constant(name: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Protocol
 from bot.ack_first import AckFirst
 from bot.perform import perform
 from bot.services import Services
-from bot.work import Work
+from bot.work import Decide, Work
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +62,11 @@ class InProcessHandoff:
         task.add_done_callback(self._tasks.discard)
 
     async def _perform(self, work: Work) -> None:
+        if isinstance(work, Decide):
+            # An acked click is recorded at once: a process that dies while the work waits
+            # would otherwise lose a decision nobody else knows of. Only the resume waits.
+            await perform(work, services=self._services, before_resume=self.ack_first.quiet)
+            return
         await self.ack_first.quiet()
         await perform(work, services=self._services)
 

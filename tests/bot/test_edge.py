@@ -26,6 +26,7 @@ from urllib.parse import urlencode
 import pytest
 from pydantic import SecretStr
 
+import tests.support.graphs as test_graphs
 from bot.app import build_edge
 from bot.edge import MAX_BODY_BYTES, EdgeReply, SlackEdge
 from bot.handoff import InProcessHandoff
@@ -230,6 +231,28 @@ async def test_ssl_check_is_answered_200_unsigned(bot: Bot, quiet: pytest.LogCap
     ):
         assert (reply.status, reply.body) == (200, ""), reply
     assert bot.slack.calls == [] and bot.handoff.pending == 0
+
+
+async def test_an_unsigned_body_is_never_parsed(bot: Bot, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the signing secret nobody gets the JSON parser's time, only the 401."""
+
+    def parse(*_: object) -> object:
+        raise AssertionError("parsed before the signature was checked")
+
+    monkeypatch.setattr(SlackEdge, "_parse", staticmethod(parse))
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for body, content_type in (
+        (deep, JSON),
+        (b"payload=" + deep, FORM),
+        (urlencode(command_form(bot.slack, "run guarded-write x")).encode(), FORM),
+        (b"ssl_check=1&" + b"x=1&" * 200, FORM),  # too long to be Slack's check
+    ):
+        for reply in (
+            await bot.post(body, content_type=content_type, sign=False),
+            await bot.post(body, content_type=content_type, signature="v0=" + "0" * 64),
+        ):
+            assert reply.status == 401, reply
+    assert (await bot.post(b"ssl_check=1&token=x", sign=False)).status == 200
 
 
 async def test_ssl_check_does_not_excuse_a_slash_command_from_its_signature(
@@ -807,6 +830,34 @@ async def test_handed_off_work_starts_once_no_request_is_being_acked(bot: Bot) -
     await bot.settle()
     run = bot.services.store.load(run_id_for(form["trigger_id"]) or "")
     assert run is not None and run.status is RunStatus.WAITING
+
+
+async def test_a_click_is_recorded_at_once_and_only_its_resume_waits_for_the_acks(bot: Bot) -> None:
+    """An acked decision never waits in memory: were the process killed while the resume
+    waits for other acks, the store already holds the decision for the sweeper."""
+    form = command_form(bot.slack, "run guarded-write hello")
+    assert (await bot.post(urlencode(form).encode())).status == 200
+    await bot.settle()
+    run_id = run_id_for(form["trigger_id"]) or ""
+    waiting = bot.services.store.load(run_id, snapshot=False)
+    assert waiting is not None and waiting.status is RunStatus.WAITING
+    (ask,) = waiting.pending_asks()
+    gate = bot.handoff.ack_first
+    gate.longest_wait = 30.0
+    with gate.request():  # another request, still on its way to its ack
+        reply = await bot.interaction(click(bot.slack, "ask:approve", run_id=run_id, ask_key=ask.key))
+        assert reply.status == 200
+        decided = await bot.slack.wait_for(
+            lambda: (r := bot.services.store.load(run_id, snapshot=False)) and r.asks[ask.key].decision and r,
+            what="the decision recorded while the other request is being acked",
+        )
+        await asyncio.sleep(0.3)
+        assert bot.handoff.pending == 1 and decided.status is not RunStatus.COMPLETED
+        assert test_graphs.markers() == [], "the run resumed before the other ack"
+    await bot.settle()
+    done = bot.services.store.load(run_id, snapshot=False)
+    assert done is not None and done.status is RunStatus.COMPLETED
+    assert test_graphs.markers() == ["writer:hello"]
 
 
 async def test_handed_off_work_waits_no_longer_than_its_limit(bot: Bot) -> None:
