@@ -89,11 +89,17 @@ class Seed:
     name: str
     encoding: Encoding
     body: Any
+    armed: bool = False
+    """Would change state if accepted: always sent without a valid signature, never disarmed."""
 
 
-def _seeds(run_id: str, card_ts: str) -> list[Seed]:
-    """Requests as Slack sends them; ``run_id`` is the seeded run, asked about what it does not ask."""
-    command = {
+USER = {"id": "U0BOB", "username": "bob", "name": "bob", "team_id": "T0LOCAL"}
+TEAM = {"id": "T0LOCAL", "domain": "local"}
+
+
+def _command(text: str) -> dict[str, str]:
+    """alice types ``/graph <text>``, as Slack posts it."""
+    return {
         "token": "local-verification-token",
         "team_id": "T0LOCAL",
         "team_domain": "local",
@@ -102,81 +108,26 @@ def _seeds(run_id: str, card_ts: str) -> list[Seed]:
         "user_id": "U0ALICE",
         "user_name": "alice",
         "command": "/graph",
-        "text": "help",
+        "text": text,
         "api_app_id": "A0LOCAL",
         "is_enterprise_install": "false",
         "response_url": RESPONSE_URL,
         "trigger_id": TRIGGER,
     }
-    user = {"id": "U0BOB", "username": "bob", "name": "bob", "team_id": "T0LOCAL"}
-    team = {"id": "T0LOCAL", "domain": "local"}
-    seeds = [Seed(f"command {text!r}", "form", command | {"text": text}) for text in SAFE_TEXTS]
+
+
+def _seeds(run_id: str, card_ts: str) -> list[Seed]:
+    """Requests as Slack sends them; ``run_id`` is the seeded run, asked about what it does not ask."""
+    user, team = USER, TEAM
+    seeds = [Seed(f"command {text!r}", "form", _command(text)) for text in SAFE_TEXTS]
     for action_id in ("ask:approve", "ask:reject", "ask:reply", "ask:edit", "ask:trust", "ask:retry", "some:other"):
         for target in (run_id, NO_RUN):
-            click: dict[str, Any] = {
-                "type": "block_actions",
-                "user": user,
-                "api_app_id": "A0LOCAL",
-                "token": "local-verification-token",
-                "container": {"type": "message", "message_ts": card_ts, "channel_id": CHANNEL, "is_ephemeral": False},
-                "trigger_id": TRIGGER,
-                "team": team,
-                "enterprise": None,
-                "is_enterprise_install": False,
-                "channel": {"id": CHANNEL, "name": "e2e"},
-                "message": {"type": "message", "ts": card_ts, "text": "card", "blocks": []},
-                "state": {"values": {}},
-                "response_url": RESPONSE_URL,
-                "actions": [
-                    {
-                        "action_id": action_id,
-                        "block_id": f"card:{NO_ASK}",
-                        "text": {"type": "plain_text", "text": "Button", "emoji": False},
-                        "value": encode_action_value(run_id=target, ask_key=NO_ASK),
-                        "type": "button",
-                        "action_ts": "1712345680.194939",
-                    }
-                ],
-            }
+            click = _click(action_id, run_id=target, ask_key=NO_ASK, card_ts=card_ts)
             seeds.append(Seed(f"click {action_id} on {target}", "payload", click))
-            home_click = {
-                key: value for key, value in click.items() if key not in ("channel", "message", "response_url")
-            }
-            home_click["container"] = {"type": "view", "view_id": "V0HOME"}
-            home_click["view"] = _home_view()
-            seeds.append(Seed(f"click {action_id} on {target} in App Home", "payload", home_click))
+            seeds.append(Seed(f"click {action_id} on {target} in App Home", "payload", _from_home(click)))
     for callback_id, text in (("ask:reply", "use the canary"), ("ask:reject", None), ("ask:edit", '{"a": 1}')):
         for target in (run_id, NO_RUN):
-            metadata = encode_modal_metadata(
-                ModalTarget(run_id=target, ask_key=NO_ASK, channel=CHANNEL, message_ts=card_ts)
-            )
-            submission = {
-                "type": "view_submission",
-                "team": team,
-                "user": user,
-                "api_app_id": "A0LOCAL",
-                "token": "local-verification-token",
-                "trigger_id": TRIGGER,
-                "view": {
-                    "id": "V0FUZZ",
-                    "team_id": "T0LOCAL",
-                    "type": "modal",
-                    "blocks": [],
-                    "private_metadata": metadata,
-                    "callback_id": callback_id,
-                    "state": {"values": {TEXT_BLOCK_ID: {TEXT_ACTION_ID: {"type": "plain_text_input", "value": text}}}},
-                    "hash": "1596530361.3wRYuk3R",
-                    "title": {"type": "plain_text", "text": "Reply"},
-                    "previous_view_id": None,
-                    "root_view_id": "V0FUZZ",
-                    "app_id": "A0LOCAL",
-                    "external_id": "",
-                    "app_installed_team_id": "T0LOCAL",
-                    "bot_id": "B0LOCAL",
-                },
-                "response_urls": [],
-                "is_enterprise_install": False,
-            }
+            submission = _submission(callback_id, text, run_id=target, ask_key=NO_ASK, card_ts=card_ts)
             seeds.append(Seed(f"submit {callback_id} on {target}", "payload", submission))
     seeds += [
         Seed(
@@ -230,6 +181,93 @@ def _seeds(run_id: str, card_ts: str) -> list[Seed]:
         Seed("ssl_check", "form", {"ssl_check": "1", "token": "local-verification-token"}),
     ]
     return seeds
+
+
+def _click(action_id: str, *, run_id: str, ask_key: str, card_ts: str) -> dict[str, Any]:
+    """bob clicks ``action_id`` on the card of ``ask_key``, as Slack posts it."""
+    click: dict[str, Any] = {
+        "type": "block_actions",
+        "user": USER,
+        "api_app_id": "A0LOCAL",
+        "token": "local-verification-token",
+        "container": {"type": "message", "message_ts": card_ts, "channel_id": CHANNEL, "is_ephemeral": False},
+        "trigger_id": TRIGGER,
+        "team": TEAM,
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "channel": {"id": CHANNEL, "name": "e2e"},
+        "message": {"type": "message", "ts": card_ts, "text": "card", "blocks": []},
+        "state": {"values": {}},
+        "response_url": RESPONSE_URL,
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": f"card:{ask_key}",
+                "text": {"type": "plain_text", "text": "Button", "emoji": False},
+                "value": encode_action_value(run_id=run_id, ask_key=ask_key),
+                "type": "button",
+                "action_ts": "1712345680.194939",
+            }
+        ],
+    }
+    return click
+
+
+def _from_home(click: dict[str, Any]) -> dict[str, Any]:
+    """The same button clicked in App Home: a ``view`` container, no channel or response_url."""
+    home_click = {key: value for key, value in click.items() if key not in ("channel", "message", "response_url")}
+    home_click["container"] = {"type": "view", "view_id": "V0HOME"}
+    home_click["view"] = _home_view()
+    return home_click
+
+
+def _submission(callback_id: str, text: str | None, *, run_id: str, ask_key: str, card_ts: str) -> dict[str, Any]:
+    """bob submits a Reply, Reject or Edit modal opened from the card of ``ask_key``."""
+    metadata = encode_modal_metadata(ModalTarget(run_id=run_id, ask_key=ask_key, channel=CHANNEL, message_ts=card_ts))
+    submission = {
+        "type": "view_submission",
+        "team": TEAM,
+        "user": USER,
+        "api_app_id": "A0LOCAL",
+        "token": "local-verification-token",
+        "trigger_id": TRIGGER,
+        "view": {
+            "id": "V0FUZZ",
+            "team_id": "T0LOCAL",
+            "type": "modal",
+            "blocks": [],
+            "private_metadata": metadata,
+            "callback_id": callback_id,
+            "state": {"values": {TEXT_BLOCK_ID: {TEXT_ACTION_ID: {"type": "plain_text_input", "value": text}}}},
+            "hash": "1596530361.3wRYuk3R",
+            "title": {"type": "plain_text", "text": "Reply"},
+            "previous_view_id": None,
+            "root_view_id": "V0FUZZ",
+            "app_id": "A0LOCAL",
+            "external_id": "",
+            "app_installed_team_id": "T0LOCAL",
+            "bot_id": "B0LOCAL",
+        },
+        "response_urls": [],
+        "is_enterprise_install": False,
+    }
+    return submission
+
+
+def _armed_seeds(run: Run, card_ts: str) -> list[Seed]:
+    """Requests that WOULD change state, aimed at the seeded run's real question: bob may
+    decide it, so only their signature stands between them and a decision. They are always
+    sent unsigned or badly signed (``_request``), so "nothing changed" tests the signature check."""
+    (ask,) = run.pending_asks()
+    where = {"run_id": run.run_id, "ask_key": ask.key, "card_ts": card_ts}
+    approve = _click("ask:approve", **where)
+    return [
+        Seed("armed: Approve on the real card", "payload", approve, armed=True),
+        Seed("armed: Approve on the real ask in App Home", "payload", _from_home(approve), armed=True),
+        Seed("armed: Reply to the real ask", "payload", _submission("ask:reply", "go ahead", **where), armed=True),
+        Seed("armed: Reject the real ask", "payload", _submission("ask:reject", None, **where), armed=True),
+        Seed("armed: run a real graph", "form", _command("run guarded-write armed"), armed=True),
+    ]
 
 
 def _home_view() -> dict[str, Any]:
@@ -551,8 +589,8 @@ def headers_for(draw: st.DrawFn, content_type: str) -> Headers:
     return Headers(headers, None, False, ", ".join(notes))
 
 
-def _signature(body: bytes, timestamp: str) -> bytes:
-    digest = hmac.new(LOCAL_SIGNING_SECRET.encode(), b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256)
+def _signature(body: bytes, timestamp: str, secret: str = LOCAL_SIGNING_SECRET) -> bytes:
+    digest = hmac.new(secret.encode(), b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256)
     return ("v0=" + digest.hexdigest()).encode()
 
 
@@ -575,7 +613,12 @@ def _request(data: st.DataObject, seeds: list[Seed], fresh: Callable[[str], str]
     encoding = data.draw(st.sampled_from([seed.encoding] * 8 + ENCODINGS), label="encoding")
     natural = "application/json" if encoding in ("json", "deep") else "application/x-www-form-urlencoded"
     drawn = data.draw(headers_for(natural), label="headers")
-    raw, _ = _encode(_disarm(_fill(body, fresh)), encoding)
+    if seed.armed and drawn.signed:  # signed with another secret: a forgery that looks right
+        now = str(int(time.time()))
+        forged = {"X-Slack-Request-Timestamp": now.encode(), "X-Slack-Signature": _signature(b"", now, "other")}
+        drawn = Headers(drawn.headers | forged, None, False, ", ".join(filter(None, [drawn.note, "forged"])))
+    filled = _fill(body, fresh)
+    raw, _ = _encode(filled if seed.armed else _disarm(filled), encoding)
     sent, broken = data.draw(broken_bytes(raw), label="bytes")
     headers = dict(drawn.headers)
     if drawn.timestamp is not None:
@@ -712,6 +755,8 @@ def _judge(
     200 for a request exactly as Slack sends it."""
     statuses[status] += 1
     signing["signed" if request.signed else "unsigned"] += 1
+    if request.story.startswith("armed:"):
+        signing["armed"] += 1
     said = (status, answer[:300], request.story)
     assert status < 500, said
     if not request.signed and not (status == 200 and answer == b"" and b"ssl_check" in request.body):
@@ -720,6 +765,23 @@ def _judge(
     if request.slacks_own:
         clean[status] += 1
         assert status == 200, said
+
+
+async def _the_check_sees_a_real_decision(
+    bot: BotProcess, world: World, approve: Seed, fresh: Callable[[str], str]
+) -> None:
+    """The armed Approve, validly signed this once, does decide: "nothing changed" above was
+    a finding, not a check that cannot fail."""
+    body, _ = _encode(_fill(approve.body, fresh), approve.encoding)
+    now = str(int(time.time()))
+    headers = {
+        "Content-Type": b"application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": now.encode(),
+        "X-Slack-Signature": _signature(body, now),
+    }
+    status, _ = await asyncio.to_thread(_post, bot, Request(body, headers, True, approve.name, True))
+    assert status == 200
+    await eventually(lambda: world.changes()["seeded run altered"], what="the signed Approve to decide")
 
 
 def _reached_every_layer(statuses: Counter[int], clean: Counter[int]) -> None:
@@ -748,6 +810,7 @@ def _record(
         "examples": examples,
         "signed": signing["signed"],
         "unsigned or badly signed": signing["unsigned"],
+        "of which forgeries aimed at the real question": signing["armed"],
         "5xx": sum(n for status, n in statuses.items() if isinstance(status, int) and status >= 500),
         "state changes from bad input": sum(changed.values()),
         "answers": {str(k): n for k, n in sorted(statuses.items(), key=str)},
@@ -813,7 +876,7 @@ async def _fuzz_http(
 ) -> None:
     bot = await start_bot(backend=backend)
     seeded, card = await _seeded_run(local_slack, user_for(bot), backend)
-    seeds = _seeds(seeded.run_id, str(card["ts"]))
+    seeds = _seeds(seeded.run_id, str(card["ts"])) + _armed_seeds(seeded, str(card["ts"]))
     world = _process_world(local_slack, backend, bot, seeded)
     statuses: Counter[int] = Counter()
     clean: Counter[int] = Counter()
@@ -840,6 +903,8 @@ async def _fuzz_http(
     _record("HTTP (approval-bot serve)", statuses=statuses, signing=signing, changed=changed, elapsed=elapsed)
     world.assert_unchanged()
     _reached_every_layer(statuses, clean)
+    assert signing["armed"] >= examples // 50, "forgeries aimed at the real question were sent"
+    await _the_check_sees_a_real_decision(bot, world, next(seed for seed in seeds if seed.armed), fresh)
     # After thousands of fuzzed requests a SIGTERM'd bot uses all of the 10 s drain (not what is
     # measured here; 20 s of the default suite): judged already, so it is killed instead.
     bot.kill()
@@ -920,7 +985,7 @@ async def test_fuzzed_lambda_events(
         "LOG_LEVEL": "INFO",
     }
     container = lambda_pool(env).new()
-    seeds = _seeds(seeded.run_id, "1712345678.000100")
+    seeds = _seeds(seeded.run_id, "1712345678.000100") + _armed_seeds(seeded, "1712345678.000100")
     world = World(
         slack=local_slack,
         seeded=seeded,
