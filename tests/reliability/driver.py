@@ -70,6 +70,7 @@ class Sweep:
     crashes: Counter[str] = field(default_factory=Counter)
     run_ids: dict[int, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    unplanned_deaths: list[str] = field(default_factory=list)
     refused: Counter[str] = field(default_factory=Counter)
     """By channel: slash commands the bot answered with "Starting ... failed" (store unreachable), retried."""
 
@@ -87,6 +88,10 @@ class Sweep:
         return await self.start_bot(backend=self.backend, extra_env=env, args=["--sweep-seconds", "1"])
 
     async def ensure_bot(self) -> BotProcess:
+        if self.bot is not None and self.bot.process.poll() is not None:
+            # Every planned kill replaces ``self.bot`` at once: a dead one here died of a bug.
+            tail = self.bot.output()[-2000:]
+            self.unplanned_deaths.append(f"the bot died unplanned (exit {self.bot.process.returncode}): {tail}")
         if self.bot is None or self.bot.process.poll() is not None:
             self.bot = await self.start()
         return self.bot

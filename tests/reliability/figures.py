@@ -100,10 +100,11 @@ def measure(*, sweep: Sweep, plans: list[RunPlan], seed: int, markers: list[str]
         for message in live:
             figures.live_cards_for_gone_asks += 1
             figures.problems.append(f"run {plan.index}: live card {message.get('ts')} after the run ended")
+    figures.problems.extend(sweep.unplanned_deaths)
     figures.runs_completed = ended.pop("completed", 0)
     figures.runs_ended_otherwise = dict(ended)
     _decisions(figures, sweep=sweep, runs=runs)
-    _side_effects(figures, plans=[p for p in plans if p.index in decided(sweep, plans)], markers=markers)
+    _side_effects(figures, plans=plans, decided=decided(sweep, plans), markers=markers)
     figures.acks = len(sweep.acks)
     figures.acks_over_3s = sum(1 for a in sweep.acks if a > 3.0)
     figures.slowest_ack = max(sweep.acks, default=0.0)
@@ -130,33 +131,37 @@ def decided(sweep: Sweep, plans: list[RunPlan]) -> set[int]:
     return {index for index, count in clicks.items() if count >= need.get(index, 1)}
 
 
-def _side_effects(figures: Figures, *, plans: list[RunPlan], markers: list[str]) -> None:
-    """One marker per decided run as its verdict says (a Reply appends its text); none for a rejection.
+def _side_effects(figures: Figures, *, plans: list[RunPlan], decided: set[int], markers: list[str]) -> None:
+    """Every run, decided or not, against the side effects its graph could write.
 
-    A run SIGKILLed after its click may run the approved tool again (the documented
-    at-least-once of a pass that crashed before its save): counted apart, never as doubled.
+    A decided run writes its verdict's line once (a Reply appends its text), a rejection
+    none. A run whose deciding click got no ack may or may not have been decided: its
+    verdict's line at most once, any other line never. A run SIGKILLed mid-resume may run
+    the approved tool once more (the documented at-least-once of a pass that crashed
+    before its save): one extra is counted apart; a second extra is doubled like any other.
     """
-    expected: Counter[str] = Counter()
-    rerun_allowed: set[str] = set()
+    want: Counter[str] = Counter()
+    most: Counter[str] = Counter()
     for plan in plans:
-        lines = {template.format(tag=plan.tag) for template in plan.case.effects.values()}
-        for line in lines:
-            expected[line] += 0  # every line the graph could write is checked, a rejection's too
+        for template in plan.case.effects.values():
+            line = template.format(tag=plan.tag)
+            want[line] += 0  # every line the graph could write is checked, a rejection's too
+            most[line] += 0
         if plan.verdict in plan.case.effects:
-            expected[plan.case.effects[plan.verdict].format(tag=plan.tag)] += 1
-        if plan.crash == MID_RESUME:
-            rerun_allowed |= lines
+            line = plan.case.effects[plan.verdict].format(tag=plan.tag)
+            want[line] += 1 if plan.index in decided else 0
+            most[line] += 1 + (1 if plan.crash == MID_RESUME else 0)
     seen = Counter(markers)
-    for line, want in expected.items():
+    for line in want:
         got = seen[line]
-        if got > want and line in rerun_allowed:
-            figures.side_effects_rerun_documented += got - want
-        elif got > want:
-            figures.side_effects_doubled += got - want
-            figures.problems.append(f"side effect doubled: {line!r} {got} times, wanted {want}")
-        elif got < want:
-            figures.decisions_lost += want - got
-            figures.problems.append(f"approved but never ran: {line!r} ({got} of {want})")
+        if got > most[line]:
+            figures.side_effects_doubled += got - most[line]  # beyond what any reading allows
+            figures.problems.append(f"side effect doubled: {line!r} {got} times, at most {most[line]} allowed")
+        elif got > max(want[line], 1):  # the one rerun of a pass killed mid-resume
+            figures.side_effects_rerun_documented += got - max(want[line], 1)
+        elif got < want[line]:
+            figures.decisions_lost += want[line] - got
+            figures.problems.append(f"approved but never ran: {line!r} ({got} of {want[line]})")
 
 
 def write_report(figures: list[Figures], *, command: str) -> None:

@@ -120,6 +120,10 @@ class RunPlan:
         )
 
 
+OUTAGE_REQUESTS = 8
+"""500s in a row: botocore's standard mode tries 6 times, so a request fails to the bot
+and the next one fails twice more before getting through."""
+
 DEFAULT_SEED = 20261123
 """CI replays one schedule, so a red CI names a change, not a lucky draw; ``FAULT_SEED=random`` explores."""
 
@@ -143,10 +147,12 @@ def plan_runs(*, seed: int, runs: int, graphs: tuple[str, ...], dynamodb: bool, 
         plan = RunPlan(index=index, case=case, verdict=rng.choice(case.verdicts))
         if dynamodb:
             for _ in range(rng.randint(1, 3)):
-                kind = rng.choice(("throttle-pte", "throttle", "500", "delay", "lost-response"))
+                kind = rng.choice(("throttle-pte", "throttle", "500", "delay", "lost-response", "outage"))
                 operation = "UpdateItem" if kind == "lost-response" else rng.choice(STORE_OPERATIONS)
                 seconds = round(rng.uniform(0.2, 1.2), 1) if kind == "delay" else 0.0
-                plan.store_faults.append((kind, operation, rng.randint(1, 2), seconds))
+                # An outage outlasts botocore's 6 attempts, so the bot itself meets the error.
+                times = OUTAGE_REQUESTS if kind == "outage" else rng.randint(1, 2)
+                plan.store_faults.append((kind, operation, times, seconds))
         for _ in range(rng.randint(0, 2)):
             kinds = ("429", "500", "slow", "timeout") if long else ("429", "500", "slow")
             kind = rng.choice(kinds)
@@ -168,12 +174,12 @@ def arm_store(plan: RunPlan, proxy: FaultProxy) -> None:
         if kind in ("throttle-pte", "throttle"):
             error = "ProvisionedThroughputExceededException" if kind == "throttle-pte" else "ThrottlingException"
             proxy.throttle(kind=error, operations={operation}, times=times)  # type: ignore[arg-type]
-        elif kind == "500":
+        elif kind in ("500", "outage"):
             proxy.fail(operations={operation}, times=times)
         elif kind == "delay":
             proxy.delay(operations={operation}, seconds=seconds, times=times)
         else:
-            proxy.lose_response(operations={operation}, times=1)
+            proxy.lose_response(operations={operation}, times=times)
 
 
 def arm_slack(plan: RunPlan, slack: LocalSlack) -> None:

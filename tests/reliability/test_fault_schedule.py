@@ -30,7 +30,10 @@ def test_a_seed_replays_the_same_schedule_and_another_seed_does_not() -> None:
     kinds = {
         k for p in plan_runs(seed=7, runs=60, graphs=FAST_GRAPHS, dynamodb=True, long=True) for k, *_ in p.store_faults
     }
-    assert kinds == {"throttle-pte", "throttle", "500", "delay", "lost-response"}
+    assert kinds == {"throttle-pte", "throttle", "500", "delay", "lost-response", "outage"}
+
+
+ALL = {0, 1, 2}
 
 
 def _figures() -> Figures:
@@ -45,27 +48,47 @@ def test_a_doubled_or_missing_side_effect_is_counted() -> None:
     edited_line = 'set_replicas {"replicas": 5, "service": "r2"}'
 
     exact = _figures()
-    _side_effects(exact, plans=plans, markers=["writer:r0", edited_line])
+    _side_effects(exact, plans=plans, decided=ALL, markers=["writer:r0", edited_line])
     assert (exact.side_effects_doubled, exact.decisions_lost, exact.problems) == (0, 0, [])
 
     doubled = _figures()
-    _side_effects(doubled, plans=plans, markers=["writer:r0", "writer:r0", edited_line])
+    _side_effects(doubled, plans=plans, decided=ALL, markers=["writer:r0", "writer:r0", edited_line])
     assert doubled.side_effects_doubled == 1
 
     against_a_rejection = _figures()
-    _side_effects(against_a_rejection, plans=plans, markers=["writer:r0", "writer:r1", edited_line])
+    _side_effects(against_a_rejection, plans=plans, decided=ALL, markers=["writer:r0", "writer:r1", edited_line])
     assert against_a_rejection.side_effects_doubled == 1, "a rejected run's tool ran"
 
     unedited = _figures()
-    _side_effects(unedited, plans=plans, markers=["writer:r0", 'set_replicas {"replicas": 3, "service": "r2"}'])
+    _side_effects(
+        unedited, plans=plans, decided=ALL, markers=["writer:r0", 'set_replicas {"replicas": 3, "service": "r2"}']
+    )
     assert unedited.decisions_lost == 1 and unedited.side_effects_doubled == 1, "the edit never reached the tool"
 
 
 def test_a_rerun_after_a_kill_mid_resume_is_the_documented_at_least_once() -> None:
     killed = RunPlan(index=0, case=CASES["guarded-write"], verdict="approve", crash=MID_RESUME)
     figures = _figures()
-    _side_effects(figures, plans=[killed], markers=["writer:r0", "writer:r0"])
+    _side_effects(figures, plans=[killed], decided={0}, markers=["writer:r0", "writer:r0"])
     assert (figures.side_effects_doubled, figures.side_effects_rerun_documented) == (0, 1)
+    twice = _figures()
+    _side_effects(twice, plans=[killed], decided={0}, markers=["writer:r0"] * 3)
+    assert (twice.side_effects_doubled, twice.side_effects_rerun_documented) == (1, 0), "one rerun, not two"
+
+
+def test_a_run_without_an_acked_decision_is_checked_too() -> None:
+    """Its click got no answer: the approved tool may have run once, and nothing else may."""
+    approved = RunPlan(index=0, case=CASES["guarded-write"], verdict="approve")
+    rejected = RunPlan(index=1, case=CASES["guarded-write"], verdict="reject")
+    maybe = _figures()
+    _side_effects(maybe, plans=[approved, rejected], decided=set(), markers=["writer:r0"])
+    assert (maybe.side_effects_doubled, maybe.decisions_lost, maybe.problems) == (0, 0, [])
+    unasked = _figures()
+    _side_effects(unasked, plans=[approved, rejected], decided=set(), markers=["writer:r1"])
+    assert unasked.side_effects_doubled == 1, "a run never approved ran its tool"
+    twice = _figures()
+    _side_effects(twice, plans=[approved, rejected], decided=set(), markers=["writer:r0"] * 2)
+    assert twice.side_effects_doubled == 1
 
 
 def test_the_proxy_throttles_as_dynamodb_does(fault_proxy: FaultProxy, dynamodb_table: str) -> None:
