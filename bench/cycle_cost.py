@@ -62,6 +62,8 @@ class CycleCost:
     state_kind: str
     dynamodb: dict[str, int]
     write_units: int
+    index_write_units: int
+    """Part of ``write_units``: the global secondary indexes' writes."""
     read_units: float
     unmetered: int
     s3: dict[str, int]
@@ -175,6 +177,7 @@ async def one_cycle(*, moto: CountingMotoServer, size: str, bucket: bool, workdi
             state_kind=str(ref.get("kind", "")),
             dynamodb=counts,
             write_units=int(capacity["write_units"]),
+            index_write_units=int(capacity["index_write_units"]),
             read_units=float(capacity["read_units"]),
             unmetered=int(capacity["unmetered"]),
             s3=dict(capacity["s3_requests"]),
@@ -213,17 +216,19 @@ def markdown(rows: Sequence[CycleCost], *, command: str) -> str:
         "graph of `tests/e2e/test_cost_and_ack.py` (a conversation holding a random base64 blob of the",
         "given size, then an ask). Counted from the moment the bot is idle to the moment the run's end is",
         "recorded and the bot is idle again; only the bot's own requests (its `AWS_SDK_UA_APP_ID`).",
-        "Capacity units are priced as DynamoDB bills them, from item sizes (`tests/support/capacity.py`).",
+        "Capacity units are priced as DynamoDB bills them, from item sizes (`tests/support/capacity.py`),",
+        "the three keys-only global secondary indexes' writes included (an item entering or leaving an",
+        "index costs one write, one whose index key changes two).",
         "",
         "| conversation | bucket | state raw → stored (kind) | DynamoDB requests by operation | total |"
-        " write units | read units | S3 requests | Slack API calls | completed |",
+        " write units (of which indexes) | read units | S3 requests | Slack API calls | completed |",
         "|---|---|---|---|---:|---:|---:|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r.size} | {'SNAPSHOT_BUCKET' if r.bucket else 'none'} | {r.raw_state_bytes:,} → "
             f"{r.stored_state_bytes:,} B ({r.state_kind}) | {_ops(r.dynamodb)} | {sum(r.dynamodb.values())} | "
-            f"{r.write_units} | {r.read_units:g} | {_ops(r.s3)} | {_ops(r.slack)} | "
+            f"{r.write_units} ({r.index_write_units}) | {r.read_units:g} | {_ops(r.s3)} | {_ops(r.slack)} | "
             f"{'yes' if r.completed else '**no**'} |"
         )
     unmetered = sum(r.unmetered for r in rows)

@@ -17,6 +17,12 @@ Billing rules (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/
   before, size after) / 1 KB)``, at least 1 per item; TransactWriteItems costs twice that
   per item (ConditionCheck included); a write whose condition fails (or a cancelled
   transaction) is charged for the item as it stood;
+* global secondary indexes, written with the table (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.ThroughputConsiderations):
+  an item that enters an index costs a write of its index entry (the index's and the
+  table's keys plus the projected attributes), one that leaves it a write, one whose index
+  key changes two (a delete and a put), one whose projected attributes change one; an item
+  in no index before or after costs the index nothing; a failed conditional write writes
+  no index;
 * reads: GetItem (and each key of BatchGetItem) ``ceil(size / 4 KB)``, at least 1 even when
   the item is missing; Query ``ceil(total size of the items read / 4 KB)``, at least 1;
   eventually consistent reads cost half; TransactGetItems costs twice a strong read.
@@ -118,8 +124,42 @@ class _Target:
 
     table: str
     key: dict[str, Any]
-    size_before: int
+    before: dict[str, Any] | None
     multiplier: int
+
+    @property
+    def size_before(self) -> int:
+        return item_size(self.before)
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    """What a global secondary index keeps of an item: its key attributes and projection."""
+
+    keys: tuple[str, ...]
+    table_keys: tuple[str, ...]
+    projection: str  # ALL, KEYS_ONLY or INCLUDE
+    included: tuple[str, ...] = ()
+
+    def entry(self, item: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The index entry ``item`` makes, or None when it lacks a key attribute (not indexed)."""
+        if not item or any(k not in item for k in self.keys):
+            return None
+        if self.projection == "ALL":
+            return dict(item)
+        kept = set(self.keys) | set(self.table_keys) | set(self.included if self.projection == "INCLUDE" else ())
+        return {name: value for name, value in item.items() if name in kept}
+
+    def write_units(self, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> int:
+        """Units one item's write costs this index."""
+        old, new = self.entry(before), self.entry(after)
+        if old is None and new is None:
+            return 0
+        if old is None or new is None:
+            return write_units(item_size(old or new))
+        if any(old[k] != new[k] for k in self.keys):
+            return write_units(item_size(old)) + write_units(item_size(new))  # delete, then put
+        return write_units(item_size(old), item_size(new)) if old != new else 0
 
 
 @dataclass
@@ -138,6 +178,7 @@ class PendingRequest:
 class _Usage:
     requests: int = 0
     write_units: int = 0
+    index_write_units: int = 0
     read_units: float = 0.0
 
 
@@ -187,9 +228,9 @@ class CapacityMeter:
         if not pending.unpriceable:
             try:
                 if pending.operation in WRITE_OPERATIONS:
-                    units = self._price_write(pending, status, response_body)
-                    if units is not None:
-                        self._add(pending, write=units)
+                    priced = self._price_write(pending, status, response_body)
+                    if priced is not None:
+                        self._add(pending, write=priced[0], index_write=priced[1])
                 elif status == 200:
                     self._add(pending, read=self._price_read(pending, response_body))
                 return
@@ -200,7 +241,10 @@ class CapacityMeter:
                 self._unmetered += 1
 
     def capacity(self, *, app_id: str | None = None) -> dict[str, Any]:
-        """``{"write_units", "read_units", "by_operation": {"dynamodb.PutItem": {...}}, "unmetered"}``.
+        """``{"write_units", "index_write_units", "read_units", "by_operation": {...}, "unmetered"}``.
+
+        ``write_units`` includes the global secondary indexes' writes; ``index_write_units``
+        is that part alone.
 
         For one app id or (``None``) all; ``unmetered`` counts requests moto accepted that
         the meter could not price (all app ids; it should stay 0).
@@ -217,8 +261,11 @@ class CapacityMeter:
                 entry["requests"] += usage.requests
                 entry["write_units"] += usage.write_units
                 entry["read_units"] += usage.read_units
+                if usage.index_write_units:
+                    entry["index_write_units"] = entry.get("index_write_units", 0) + usage.index_write_units
         return {
             "write_units": int(sum(e["write_units"] for e in by_operation.values())),
+            "index_write_units": int(sum(e.get("index_write_units", 0) for e in by_operation.values())),
             "read_units": float(sum(e["read_units"] for e in by_operation.values())),
             "by_operation": dict(sorted(by_operation.items())),
             "unmetered": unmetered,
@@ -229,11 +276,12 @@ class CapacityMeter:
             self._usage.clear()
             self._unmetered = 0
 
-    def _add(self, pending: PendingRequest, *, write: int = 0, read: float = 0.0) -> None:
+    def _add(self, pending: PendingRequest, *, write: int = 0, index_write: int = 0, read: float = 0.0) -> None:
         with self._lock:
             usage = self._usage.setdefault((pending.app_id, pending.operation), _Usage())
             usage.requests += 1
             usage.write_units += write
+            usage.index_write_units += index_write
             usage.read_units += read
 
     # -- moto's backend ----------------------------------------------------------------------
@@ -276,23 +324,36 @@ class CapacityMeter:
                 ((kind, spec),) = entry.items()
                 key = self._key_of(region, spec["TableName"], spec["Item"]) if kind == "Put" else spec["Key"]
                 specs.append((spec["TableName"], key, 2))
+        return [_Target(table, key, self._stored(region, table, key), multiplier) for table, key, multiplier in specs]
+
+    def _indexes(self, region: str, table_name: str) -> list[IndexShape]:
+        table = self._backend(region).get_table(table_name)
+        table_keys = tuple([table.hash_key_attr] + ([table.range_key_attr] if table.range_key_attr else []))
         return [
-            _Target(table, key, item_size(self._stored(region, table, key)), multiplier)
-            for table, key, multiplier in specs
+            IndexShape(
+                keys=tuple(index.schema_key_attrs),
+                table_keys=table_keys,
+                projection=str((index.projection or {}).get("ProjectionType", "ALL")),
+                included=tuple((index.projection or {}).get("NonKeyAttributes", [])),
+            )
+            for index in table.global_indexes
         ]
 
-    def _price_write(self, pending: PendingRequest, status: int, response_body: bytes) -> int | None:
+    def _price_write(self, pending: PendingRequest, status: int, response_body: bytes) -> tuple[int, int] | None:
+        """(write units in all, of which the indexes'), or None when nothing is charged."""
         if status == 200:
             unprocessed = _unprocessed_writes(pending, response_body)
-            total = 0
+            total = indexes = 0
             for target in pending.targets:
                 if (target.table, _canonical(target.key)) in unprocessed:
                     continue
-                after = item_size(self._stored(pending.region, target.table, target.key))
-                total += target.multiplier * write_units(target.size_before, after)
-            return total
+                after = self._stored(pending.region, target.table, target.key)
+                index = sum(i.write_units(target.before, after) for i in self._indexes(pending.region, target.table))
+                total += target.multiplier * (write_units(target.size_before, item_size(after)) + index)
+                indexes += target.multiplier * index
+            return total, indexes
         if _error_type(response_body).endswith(_CHARGED_FAILURES):
-            return sum(t.multiplier * write_units(t.size_before) for t in pending.targets)
+            return sum(t.multiplier * write_units(t.size_before) for t in pending.targets), 0
         return None
 
     def _price_read(self, pending: PendingRequest, response_body: bytes) -> float:

@@ -217,3 +217,52 @@ def test_s3_requests_are_counted_by_method(moto_server: CountingMotoServer, s3_b
     s3.delete_object(Bucket=s3_bucket, Key="k")
 
     assert _bill(moto_server)["s3_requests"] == {"DELETE": 1, "GET": 1, "PUT": 1}
+
+
+def test_global_secondary_indexes_are_charged_as_dynamodb_bills_them(moto_server: CountingMotoServer, ddb: Any) -> None:
+    """Entering, leaving or moving in an index costs index writes; other writes cost it nothing
+    (a keys-only index) or one write (an index that projects the changed attribute)."""
+    name = "support-gsi"
+    ddb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("pk", "sk", "g", "h")],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "keys",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
+            {
+                "IndexName": "all",
+                "KeySchema": [{"AttributeName": "h", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+        ],
+    )
+    key = {"pk": {"S": "p"}, "sk": {"S": "s"}}
+
+    def units_of(expression: str, **values: str) -> int:
+        moto_server.reset_counts()
+        ddb.update_item(
+            TableName=name,
+            Key=key,
+            UpdateExpression=expression,
+            **({"ExpressionAttributeValues": {k: {"S": v} for k, v in values.items()}} if values else {}),
+        )
+        return int(_bill(moto_server)["write_units"])
+
+    try:
+        moto_server.reset_counts()
+        ddb.put_item(TableName=name, Item=_item("p", "s", 100))
+        assert _bill(moto_server)["write_units"] == 1, "in no index: the table's write only"
+        assert units_of("SET g = :g", **{":g": "a"}) == 1 + 1, "enters the keys-only index"
+        assert units_of("SET n = :n", **{":n": "x"}) == 1, "a keys-only index does not see other attributes"
+        assert units_of("SET g = :g", **{":g": "b"}) == 1 + 2, "its index key moves: a delete and a put"
+        assert units_of("REMOVE g") == 1 + 1, "leaves the index"
+        assert units_of("SET h = :h", **{":h": "c"}) == 1 + 1, "enters the index that projects everything"
+        assert units_of("SET n = :n", **{":n": "y"}) == 1 + 1, "that index's entry changes with any attribute"
+        assert _bill(moto_server)["unmetered"] == 0
+    finally:
+        ddb.delete_table(TableName=name)
