@@ -5,8 +5,9 @@ server runs the work it handed off, a client waits up to the interpreter's switc
 interval (5 ms) to read an ack that had already been sent, and the bench charges that
 wait to the server. Slack is another machine; this is the nearest the bench gets.
 
-Protocol, one JSON line each way per burst: in ``{"url": ..., "bodies": [base64, ...]}``,
-out ``{"times": [seconds, ...]}`` in the order of the bodies, or ``{"error": "..."}``
+Protocol, one JSON line each way per round: in ``{"url": ..., "bursts": [[base64, ...], ...]}``
+(bursts sent back to back, each as soon as the previous one's acks are all in), out
+``{"times": [[seconds, ...], ...]}`` in the order of the bodies, or ``{"error": "..."}``
 when an ack was not HTTP 200. Each side keeps one connection pool for the whole run,
 like Slack's keep-alive connections.
 """
@@ -39,10 +40,12 @@ async def _serve() -> None:
             request = json.loads(line)
             url = request["url"]
             transport = transports.setdefault(url, HttpTransport(bot_url=url, signing_secret=LOCAL_SIGNING_SECRET))
-            bodies = [base64.b64decode(b) for b in request["bodies"]]
+            bursts = [[base64.b64decode(b) for b in burst] for burst in request["bursts"]]
             try:
-                times = await asyncio.gather(*(_timed(transport, body) for body in bodies))
-                answer: dict[str, object] = {"times": list(times)}
+                times = []
+                for bodies in bursts:  # back to back: the next leaves as the last ack of this one arrives
+                    times.append(list(await asyncio.gather(*(_timed(transport, body) for body in bodies))))
+                answer: dict[str, object] = {"times": times}
             except RuntimeError as error:
                 answer = {"error": str(error)}
             sys.stdout.write(json.dumps(answer) + "\n")
@@ -65,10 +68,10 @@ class BurstClient:
         )
         return cls(process)
 
-    async def burst(self, *, url: str, bodies: list[bytes]) -> list[float]:
-        """Send every body at once to ``url``; the seconds until each ack, in order."""
+    async def bursts(self, *, url: str, bursts: list[list[bytes]]) -> list[list[float]]:
+        """Send each burst's bodies at once to ``url``, the bursts back to back; the seconds until each ack."""
         assert self._process.stdin is not None and self._process.stdout is not None
-        request = {"url": url, "bodies": [base64.b64encode(b).decode() for b in bodies]}
+        request = {"url": url, "bursts": [[base64.b64encode(b).decode() for b in burst] for burst in bursts]}
         self._process.stdin.write((json.dumps(request) + "\n").encode())
         await self._process.stdin.drain()
         line = await self._process.stdout.readline()
@@ -77,7 +80,7 @@ class BurstClient:
         answer = json.loads(line)
         if "error" in answer:
             raise RuntimeError(answer["error"])
-        return [float(t) for t in answer["times"]]
+        return [[float(t) for t in burst] for burst in answer["times"]]
 
     async def close(self) -> None:
         if self._process.stdin is not None:

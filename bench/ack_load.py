@@ -65,12 +65,20 @@ def _kinds(*, clients: int, round_index: int, help_only: bool) -> list[str]:
 
 
 async def measure_ack_under_load(
-    *, clients: int = 50, rounds: int = 10, warmup: int = 1, inline: bool = False, help_only: bool = False
+    *,
+    clients: int = 50,
+    rounds: int = 10,
+    warmup: int = 1,
+    inline: bool = False,
+    help_only: bool = False,
+    chain: int = 1,
 ) -> LoadReport:
-    """``warmup + rounds`` bursts of ``clients`` concurrent requests to each app.
+    """``warmup + rounds`` rounds of ``chain`` bursts of ``clients`` concurrent requests to each app.
 
     ``help_only`` is the control: bursts of ``/graph help`` alone, answered in the ack with
-    no work handed off, so the difference from the mixed bursts is what that work costs the acks.
+    no work handed off. ``chain`` > 1 is steady traffic: the bursts of a round go back to
+    back, each as soon as the previous one is acked, so the work the earlier bursts handed
+    off runs while the later ones are acked (nothing settles in between).
     """
     servers_loop = _LoopThread()
     with tempfile.TemporaryDirectory(prefix="bench-ack-load-") as workdir:
@@ -84,6 +92,7 @@ async def measure_ack_under_load(
                 warmup=warmup,
                 inline=inline,
                 help_only=help_only,
+                chain=chain,
             )
         finally:
             await servers_loop.call(servers.stop())
@@ -99,6 +108,7 @@ async def _measure(
     warmup: int,
     inline: bool,
     help_only: bool,
+    chain: int,
 ) -> LoadReport:
     slack = servers.slack
     ours = HttpTransport(bot_url=servers.ours_url, signing_secret=LOCAL_SIGNING_SECRET)
@@ -122,39 +132,51 @@ async def _measure(
     clicks_sent = 0
     try:
         # Cards for the first round's clicks; later rounds click the cards the previous round's runs posted.
-        for i in range(0 if help_only else clients // 3):
+        for i in range(0 if help_only else clients // 3 * chain):
             await send_ours(await command(f"run {SMALL} load seed {i}"))
         await settle()
         for round_index in range(warmup + rounds):
-            kinds = _kinds(clients=clients, round_index=round_index, help_only=help_only)
+            # One burst's kinds per link of the chain, each shuffled differently.
+            chained = [
+                _kinds(clients=clients, round_index=round_index * chain + link, help_only=help_only)
+                for link in range(chain)
+            ]
             cards = iter(_pending_cards(slack))
-            bodies: list[bytes] = []
-            for n, kind in enumerate(kinds):
-                if kind == "click":
-                    card = next(cards, None)
-                    if card is None:
-                        raise RuntimeError("no pending card left to click: the previous burst's runs did not ask")
-                    await recorder.click(message=card, label="Approve", user_id=APPROVER, channel_id=CHANNEL)
-                    bodies.append(recording.body)
-                else:
-                    bodies.append(await command("help" if kind == "help" else f"run {SMALL} r{round_index} c{n}"))
+            bursts: list[list[bytes]] = []
+            for link, kinds in enumerate(chained):
+                bodies: list[bytes] = []
+                for n, kind in enumerate(kinds):
+                    if kind == "click":
+                        card = next(cards, None)
+                        if card is None:
+                            raise RuntimeError("no pending card left to click: the previous round's runs did not ask")
+                        await recorder.click(message=card, label="Approve", user_id=APPROVER, channel_id=CHANNEL)
+                        bodies.append(recording.body)
+                    else:
+                        text = "help" if kind == "help" else f"run {SMALL} r{round_index} l{link} c{n}"
+                        bodies.append(await command(text))
+                bursts.append(bodies)
             pending_before = len(_pending_cards(slack))
             gc.collect()
             sides = [(servers.ours_url, 0), (servers.bare_url, 1)]
             if round_index % 2:
                 sides.reverse()
-            measured: dict[int, list[float]] = {}
+            measured: dict[int, list[list[float]]] = {}
             for url, side in sides:
-                measured[side] = await clients_process.burst(url=url, bodies=bodies)
+                measured[side] = await clients_process.bursts(url=url, bursts=bursts)
                 await settle()
-            runs = kinds.count("run")
-            clicks = kinds.count("click")
+            runs = sum(kinds.count("run") for kinds in chained)
+            clicks = sum(kinds.count("click") for kinds in chained)
             if len(_pending_cards(slack)) != pending_before + runs - clicks:
                 raise RuntimeError("a burst's runs or clicks did not all take effect: not the work being measured")
             runs_started += runs
             clicks_sent += clicks
-            if round_index >= warmup:
-                for kind, ours_time, bare_time in zip(kinds, measured[0], measured[1], strict=True):
+            if round_index < warmup:
+                continue
+            for link, kinds in enumerate(chained):
+                if chain > 1 and link == 0:
+                    continue  # nothing runs yet when a chain's first burst arrives: that is the burst mode
+                for kind, ours_time, bare_time in zip(kinds, measured[0][link], measured[1][link], strict=True):
                     times[kind][0].append(ours_time)
                     times[kind][1].append(bare_time)
         if slack.rejected:
@@ -162,7 +184,11 @@ async def _measure(
     finally:
         await ours.aclose()
         await clients_process.close()
-    mode = (" [inline]" if inline else "") + (" (help only)" if help_only else "")
+    mode = (
+        (" [inline]" if inline else "")
+        + (" (help only)" if help_only else "")
+        + (f" (steady: {chain} bursts back to back)" if chain > 1 else "")
+    )
     label = {"help": "/graph help", "run": f"/graph run {SMALL}", "click": "Approve click"}
     comparisons = [
         compare(name=f"{clients} clients: {label[k]}{mode}", ours=times[k][0], baseline=times[k][1])

@@ -65,10 +65,10 @@ class InProcessHandoff:
         if isinstance(work, Decide):
             # An acked click is recorded at once: a process that dies while the work waits
             # would otherwise lose a decision nobody else knows of. Only the resume waits.
-            await perform(work, services=self._services, before_resume=self.ack_first.quiet)
+            await perform(work, services=self._services, resume_turn=self.ack_first.turn)
             return
-        await self.ack_first.quiet()
-        await perform(work, services=self._services)
+        async with self.ack_first.turn():
+            await perform(work, services=self._services)
 
     @property
     def pending(self) -> int:

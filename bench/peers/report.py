@@ -13,7 +13,10 @@ from typing import Any
 
 COMMAND = "bash bench/peers/run.sh"
 NAMES = {
-    "ours": "ours (RunEngine, DynamoDB store)",
+    "ours": (
+        "ours, the engine alone (RunEngine and the DynamoDB store, Slack recorded), as the peers are "
+        "libraries; the served bot's own cycle, with its App Home read and live progress, is in cost.md"
+    ),
     "langgraph": "LangGraph + langgraph-checkpoint-aws DynamoDBSaver",
     "strands": "Strands SnapshotSessionManager + strands-dynamodb-storage",
     "langgraph-z": "the same LangGraph saver with enable_checkpoint_compression=True",
