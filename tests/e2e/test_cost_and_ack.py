@@ -53,7 +53,7 @@ async def _one_cycle(
     return counts, moto_server.capacity(app_id=BOT_APP_ID), state_bytes
 
 
-async def test_one_approval_cycle_costs_seven_small_dynamodb_requests(
+async def test_one_approval_cycle_costs_eight_small_dynamodb_requests(
     start_bot: StartBot, dynamodb_backend: Backend, local_slack: LocalSlack, user_for, moto_server: CountingMotoServer
 ) -> None:
     counts, capacity, state = await _one_cycle(
