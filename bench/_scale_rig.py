@@ -223,6 +223,14 @@ async def start_runs(bot: Bot, slack: LocalSlack, *, count: int, timeout: float 
 
         await slack.wait_for(posted, timeout=timeout, what=f"card {n}")
     bot.run_ids = [run.run_id for run in bot.store.recent(channel=bot.channel, limit=count)]
+    # The card is up before its delivery (and the status message's last edit) is recorded: a
+    # copy made of a run that still owes Slack something is due at once, and every sweep of
+    # the filled store would deliver to the copies instead of finding nothing to do.
+    deadline = time.monotonic() + timeout
+    while any((run := bot.store.load(r, snapshot=False)) is None or run.owes_slack for r in bot.run_ids):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the started runs still owe Slack something: copies of them would be due")
+        await asyncio.sleep(0.1)
 
 
 def clone_waiting(bot: Bot, *, total: int) -> list[str]:
@@ -238,6 +246,8 @@ def clone_waiting(bot: Bot, *, total: int) -> list[str]:
         templates.append(run)
     oldest = min(run.created_at for run in templates)
     made: list[str] = []
+    if any(run.sweep_at is not None and run.sweep_at <= time.time() + 60 for run in templates):
+        raise RuntimeError("a template run is due within a minute: its copies would be swept, not left waiting")
     for n in range(total - len(templates)):
         template = templates[n % len(templates)]
         at = oldest - 0.001 * (n + 1)  # older by a millisecond each: never old enough to make an ask due

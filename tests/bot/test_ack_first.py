@@ -70,23 +70,6 @@ async def test_a_request_that_raises_is_still_counted_out() -> None:
     await asyncio.wait_for(gate.quiet(), 1.0)
 
 
-async def test_no_more_than_max_running_pieces_of_work_run_at_once() -> None:
-    gate = AckFirst(max_running=2)
-    inside = 0
-    most = 0
-
-    async def work() -> None:
-        nonlocal inside, most
-        async with gate.turn():
-            inside += 1
-            most = max(most, inside)
-            await asyncio.sleep(0.02)
-            inside -= 1
-
-    await asyncio.wait_for(asyncio.gather(*(work() for _ in range(7))), 5.0)
-    assert most == 2 and inside == 0
-
-
 async def test_a_turn_also_waits_for_the_acks_in_flight() -> None:
     gate = AckFirst(longest_wait=10.0)
     order: list[str] = []
