@@ -35,7 +35,10 @@ class _EdgeHandler(AsyncSocketModeHandler):
 
     async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         reply = await self._edge.payload(req.payload)
-        await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id, payload=reply.payload))
+        # A refusal's ``{"error": ...}`` means something over HTTP; over the socket Slack would
+        # read it as the message to show, so a refused envelope is acked bare (logged by the edge).
+        payload = reply.payload if reply.status < 400 else None
+        await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id, payload=payload))
 
 
 async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) -> None:

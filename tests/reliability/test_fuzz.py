@@ -953,7 +953,9 @@ async def test_fuzzed_socket_mode_envelopes(
     assert all(e["ack"] is not None for e in local_slack.socket_mode.envelopes)
     assert local_slack.socket_mode.stray == []
     world.assert_unchanged()
-    assert acks["error"] > 0 and acks["ack"] > 0, acks
+    # Refused envelopes are acked bare: over the socket an ``{"error": ...}`` payload would be
+    # read as the message to show. Answers (help, a modal's errors) still carry a payload.
+    assert acks["error"] == 0 and acks["ack"] > 0 and acks["payload"] > 0, acks
     # After thousands of fuzzed requests a SIGTERM'd bot uses all of the 10 s drain (not what is
     # measured here; 20 s of the default suite): judged already, so it is killed instead.
     bot.kill()
