@@ -75,16 +75,26 @@ async def sweep_once(
     return figures
 
 
+CALM_SECONDS = 3.0
+"""How long every run must stay settled: three sweep periods. A delivery still in flight (a
+sweeper's edit slowed by a 5xx retry) may land after a newer one and leave the newer state
+owed again, which the next sweep pays; a single look could catch the moment between."""
+
+
 async def settle(sweep: Sweep, *, timeout: float) -> None:
-    """Until every run has ended with Slack showing it (or ``timeout``), then one more sweep round."""
+    """Until every run has ended with Slack showing it, and stays so for ``CALM_SECONDS`` (or ``timeout``)."""
     store = sweep.backend.open_store()
     deadline = time.monotonic() + timeout
+    calm_since: float | None = None
     while time.monotonic() < deadline:
         loaded: list[Run | None] = [store.load(r, snapshot=False) for r in sweep.run_ids.values()]
         if all(r is not None and r.status.terminal and not r.owes_slack for r in loaded):
-            break
+            calm_since = calm_since or time.monotonic()
+            if time.monotonic() - calm_since >= CALM_SECONDS:
+                return
+        else:
+            calm_since = None
         await asyncio.sleep(0.5)
-    await asyncio.sleep(1.5)
 
 
 def assert_promises_kept(figures: Figures) -> None:
