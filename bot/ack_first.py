@@ -15,11 +15,12 @@ graph work (``bench/ack_load.py``, steady mode) slows acks, though far inside Sl
 Work that must not share the acks' CPU runs elsewhere: on Lambda each piece of work is an
 invocation of its own.
 
-What waits here must be safe to lose with the process. A click's decision is recorded
-before its wait (``bot.handoff``), so only the resume waits, and the sweeper finds a
-run with a decision to resume. A start waits whole: a process killed in that window (at
-most ``longest_wait`` after the ack) never creates the run, and the person who typed the
-command sees no announcement and types it again, as after a crash just after the ack.
+What waits here must be safe to lose with the process. A click's decision waits at most
+``DECISION_WAIT`` (its own ack leaves first), is recorded, and only then does its resume
+wait its turn: the sweeper finds a run with a decision to resume. A start waits whole: a
+process killed in that window (at most ``longest_wait`` after the ack) never creates the
+run, and the person who typed the command sees no announcement and types it again, as
+after a crash just after the ack.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from typing import Final
 
 LONGEST_WAIT: Final = 0.25
 """Seconds work may wait for a quiet moment: well above the ~30 ms a burst of 50 takes to ack."""
+DECISION_WAIT: Final = 0.05
+"""Seconds a click's decision may wait before it is recorded: long enough for its own ack to
+leave first (a few ms), short enough that an acked decision is almost never only in memory."""
 
 
 class AckFirst:
@@ -74,10 +78,10 @@ class AckFirst:
             if self._acking == 0 and self._idle is not None:
                 self._idle.set()
 
-    async def quiet(self) -> None:
-        """Return once no request is being acked, or after ``longest_wait`` seconds."""
+    async def quiet(self, *, limit: float | None = None) -> None:
+        """Return once no request is being acked, or after ``limit`` (else ``longest_wait``) seconds."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.longest_wait
+        deadline = loop.time() + (self.longest_wait if limit is None else limit)
         while True:
             # One more turn of the loop first: requests whose bytes arrived in the same
             # turn as the ack that handed this work off enter the edge on this turn.

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from typing import Protocol
 
-from bot.ack_first import AckFirst
+from bot.ack_first import DECISION_WAIT, AckFirst
 from bot.perform import perform
 from bot.services import Services
 from bot.work import Decide, Work
@@ -63,8 +63,10 @@ class InProcessHandoff:
 
     async def _perform(self, work: Work) -> None:
         if isinstance(work, Decide):
-            # An acked click is recorded at once: a process that dies while the work waits
-            # would otherwise lose a decision nobody else knows of. Only the resume waits.
+            # An acked click is recorded within DECISION_WAIT: a process that dies while the
+            # work waits would otherwise lose a decision nobody else knows of. The resume
+            # waits its turn like any work.
+            await self.ack_first.quiet(limit=DECISION_WAIT)
             await perform(work, services=self._services, resume_turn=self.ack_first.turn)
             return
         async with self.ack_first.turn():

@@ -847,11 +847,9 @@ async def test_a_click_is_recorded_at_once_and_only_its_resume_waits_for_the_ack
     with gate.request():  # another request, still on its way to its ack
         reply = await bot.interaction(click(bot.slack, "ask:approve", run_id=run_id, ask_key=ask.key))
         assert reply.status == 200
-        decided = await bot.slack.wait_for(
-            lambda: (r := bot.services.store.load(run_id, snapshot=False)) and r.asks[ask.key].decision and r,
-            what="the decision recorded while the other request is being acked",
-        )
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # well past DECISION_WAIT: recorded, though the other ack is still out
+        decided = bot.services.store.load(run_id, snapshot=False)
+        assert decided is not None and decided.asks[ask.key].decision is not None, "the decision waited in memory"
         assert bot.handoff.pending == 1 and decided.status is not RunStatus.COMPLETED
         assert test_graphs.markers() == [], "the run resumed before the other ack"
     await bot.settle()
