@@ -236,6 +236,10 @@ async def _step(session: DemoSession, line: str) -> None:
         )
     elif verb == "as":
         return  # the demo's own business: the bot has nothing to say
+    elif line.startswith("/graph"):
+        # Every other subcommand answers the person who typed it: in the ack (help, a usage
+        # error) or through the response_url once the work handed off after the ack has run.
+        await session.slack.wait_for(lambda: session.notices > notices, timeout=60, what="the answer")
     await _quiet(session, seconds=STEP_QUIET, limit=30)
 
 
