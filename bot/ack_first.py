@@ -13,7 +13,10 @@ It orders starts only. A pass already running keeps its turns of the loop, so an
 arrives while passes run waits for one step of each: traffic that keeps the loop busy with
 graph work (``bench/ack_load.py``, steady mode) slows acks, though far inside Slack's 3 s.
 Work that must not share the acks' CPU runs elsewhere: on Lambda each piece of work is an
-invocation of its own.
+invocation of its own. It does not bound how much runs at once: a pass spends most of its
+time waiting on Slack (a paced status message, a 429's ``Retry-After``), and four slots
+held through those waits starved every other run (a burst of 100 took 100 s to post its
+cards, against 1.4 s without).
 
 What waits here must be safe to lose with the process. A click's decision waits at most
 ``DECISION_WAIT`` (its own ack leaves first), is recorded, and only then does its resume
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Final
 
 LONGEST_WAIT: Final = 0.25
@@ -48,18 +51,6 @@ class AckFirst:
         self.longest_wait = longest_wait
         self._acking = 0
         self._idle: asyncio.Event | None = None
-
-    @contextlib.asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        """Around a piece of work: it begins once the acks in flight are out (``quiet``).
-
-        Not a bound on how much runs at once: a pass spends most of its time waiting on
-        Slack (a paced status message, a 429's ``Retry-After``), and a slot held through
-        those waits starved every other run (a burst of 100 took 100 s to post its cards
-        with four slots, against 1.4 s without).
-        """
-        await self.quiet()
-        yield
 
     @property
     def acking(self) -> int:

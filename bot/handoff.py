@@ -67,10 +67,10 @@ class InProcessHandoff:
             # work waits would otherwise lose a decision nobody else knows of. The resume
             # waits its turn like any work.
             await self.ack_first.quiet(limit=DECISION_WAIT)
-            await perform(work, services=self._services, resume_turn=self.ack_first.turn)
+            await perform(work, services=self._services, before_resume=self.ack_first.quiet)
             return
-        async with self.ack_first.turn():
-            await perform(work, services=self._services)
+        await self.ack_first.quiet()
+        await perform(work, services=self._services)
 
     @property
     def pending(self) -> int:

@@ -5,10 +5,8 @@ of is told to them through the request's ``response_url``; nothing raises.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
@@ -42,17 +40,17 @@ from engine.threads import in_thread
 
 logger = logging.getLogger(__name__)
 
-Turn = Callable[[], AbstractAsyncContextManager[None]]
+Pause = Callable[[], Awaitable[None]]
 
 IN_ITS_CHANNEL = "Its graph lets anyone in the run's channel act on it: type the command in that channel."
 
 
-async def perform(work: Work, *, services: Services, resume_turn: Turn | None = None) -> None:
+async def perform(work: Work, *, services: Services, before_resume: Pause | None = None) -> None:
     """Do ``work``; every outcome a person should know of is told to them, nothing raises.
 
-    ``resume_turn``: entered by a ``Decide`` once the decision is recorded, around the
-    resume, so that a process yielding to its acks (``bot.ack_first``) never holds an
-    acked decision only in memory while it waits for its turn.
+    ``before_resume``: awaited by a ``Decide`` once the decision is recorded and before the
+    run resumes, so that a process yielding to its acks (``bot.ack_first``) never holds an
+    acked decision only in memory while it waits.
     """
     engine = services.engine
     try:
@@ -62,7 +60,7 @@ async def perform(work: Work, *, services: Services, resume_turn: Turn | None = 
             graphs = services.graphs.describe()
             await _tell(work.response_url, messages.graph_list(command=services.slack.command, graphs=graphs))
         elif isinstance(work, Decide):
-            await _decide(work, services=services, resume_turn=resume_turn)
+            await _decide(work, services=services, before_resume=before_resume)
         elif isinstance(work, CancelRun):
             cancelled = await engine.cancel(run_id=work.run_id, user=work.user, channel=work.channel or None)
             await _tell(work.response_url, cancel_text(work.run_id, cancelled))
@@ -92,7 +90,7 @@ async def perform(work: Work, *, services: Services, resume_turn: Turn | None = 
             await _tell(work.response_url, "Listing what waits for you failed just now; try again in a moment.")
 
 
-async def _decide(work: Decide, *, services: Services, resume_turn: Turn | None) -> None:
+async def _decide(work: Decide, *, services: Services, before_resume: Pause | None) -> None:
     engine = services.engine
     result = await engine.decide(
         run_id=work.run_id, ask_key=work.ask_key, decision=work.decision, claim=True, card=work.card
@@ -104,8 +102,9 @@ async def _decide(work: Decide, *, services: Services, resume_turn: Turn | None)
         return
     if result.counted:
         await _answer(work, counted_text(result), services=services)
-    async with resume_turn() if resume_turn is not None else contextlib.nullcontext():
-        await engine.follow_up(result)
+    if before_resume is not None:
+        await before_resume()
+    await engine.follow_up(result)
 
 
 async def _answer(work: Decide, text: str, *, services: Services) -> None:

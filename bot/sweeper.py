@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from bot.ack_first import AckFirst
@@ -26,12 +25,13 @@ async def drain(services: Services, *, handoff: InProcessHandoff, timeout: float
 
 
 async def sweep_forever(services: Services, *, every: float, ack_first: AckFirst | None = None) -> None:
-    """A sweep every ``every`` seconds; each round takes a turn like handed-off work (``bot.ack_first``)."""
+    """A sweep every ``every`` seconds; each round starts once no request is being acked (``bot.ack_first``)."""
     while True:
         await asyncio.sleep(every)
+        if ack_first is not None:
+            await ack_first.quiet()
         try:
-            async with ack_first.turn() if ack_first is not None else contextlib.nullcontext():
-                resumed = await services.engine.sweep()
+            resumed = await services.engine.sweep()
         except Exception:  # the store may be briefly unreachable; try again next round
             logger.exception("sweep failed")
             continue

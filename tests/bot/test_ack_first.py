@@ -68,19 +68,3 @@ async def test_a_request_that_raises_is_still_counted_out() -> None:
         pass
     assert gate.acking == 0
     await asyncio.wait_for(gate.quiet(), 1.0)
-
-
-async def test_a_turn_also_waits_for_the_acks_in_flight() -> None:
-    gate = AckFirst(longest_wait=10.0)
-    order: list[str] = []
-
-    async def work() -> None:
-        async with gate.turn():
-            order.append("work")
-
-    with gate.request():
-        task = asyncio.create_task(work())
-        await asyncio.sleep(0.05)
-        order.append("ack")
-    await asyncio.wait_for(task, 1.0)
-    assert order == ["ack", "work"]
