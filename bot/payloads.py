@@ -26,6 +26,9 @@ ENTERPRISE_ID: Final = re.compile(r"E[A-Z0-9]{1,20}", re.ASCII)
 MESSAGE_TS: Final = re.compile(r"[0-9]{1,12}\.[0-9]{1,8}", re.ASCII)
 _URL: Final = re.compile(r"https?://[^\s<>|]{1,1000}", re.ASCII)
 _MAX_SHORT: Final = 300  # trigger ids, view ids, action ids: Slack's are well under this
+# In a Python string from ``json.loads`` every surrogate code point is unpaired (a valid
+# pair is decoded into one character): text no UTF-8 store, log or Slack call can take.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 # Keys Bolt follows into nested objects to find a team, user or channel. Slack never sends
 # them with a slash command; a payload that has them is not a slash command.
@@ -67,6 +70,18 @@ class _Bad(ValueError):
     pass
 
 
+def not_text(value: str) -> str | None:
+    """Why ``value`` is not text a person could have typed (an unpaired surrogate), or None.
+
+    Slack's JSON may carry ``\\ud800`` on its own; Python decodes it into a string that no
+    UTF-8 encoder takes, so it would fail later in the store or a log, far from the input.
+    """
+    found = _SURROGATE.search(value)
+    if found is None:
+        return None
+    return f"it holds a character that is not text (an unpaired surrogate, U+{ord(found.group(0)):04X})"
+
+
 def inspect(body: object, *, command: str) -> Inspection:
     """Classify and check a parsed payload (form fields, or JSON) from Slack."""
     if not isinstance(body, dict):
@@ -85,8 +100,8 @@ def inspect(body: object, *, command: str) -> Inspection:
         if kind == "event_callback":
             return _event(body)
         return Inspection.ignore(kind[:40])
-    except _Bad as bad:
-        return Inspection.refuse(str(bad))
+    except _Bad as bad:  # ASCII: it is logged, and a key may hold what no encoder takes
+        return Inspection.refuse(str(bad).encode("ascii", "backslashreplace").decode("ascii"))
 
 
 def _event(body: Mapping[str, Any]) -> Inspection:
@@ -104,8 +119,8 @@ def _event(body: Mapping[str, Any]) -> Inspection:
 
 def _command(body: Mapping[str, Any], *, expected: str) -> Inspection:
     for key, value in body.items():
-        if not isinstance(value, str):
-            raise _Bad(f"slash command field {str(key)[:40]!r} is not text")
+        if not isinstance(value, str) or not_text(value) or not_text(str(key)):
+            raise _Bad(f"slash command field {str(key)[:40]!a} is not text")
     if body["command"] != expected:
         return Inspection.ignore(f"command {body['command'][:40]}")
     shady = _NOT_IN_COMMANDS.intersection(body)

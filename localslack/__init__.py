@@ -7,6 +7,7 @@ HTTP and Socket Mode paths with no Slack workspace.
 from localslack.calls import Call
 from localslack.faults import Fault, RequestPredicate, contains
 from localslack.limits import LIMITS
+from localslack.mentions import Sent, live_tokens, sent_mentions
 from localslack.server import LOCAL_BOT_TOKEN, LocalSlack
 from localslack.socket_mode import LOCAL_APP_TOKEN, SocketModeTransport
 from localslack.state import ApiError
@@ -26,7 +27,10 @@ __all__ = [
     "LocalSlack",
     "LocalSlackUser",
     "RequestPredicate",
+    "Sent",
     "SocketModeTransport",
     "Transport",
     "contains",
+    "live_tokens",
+    "sent_mentions",
 ]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,8 +28,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.handoff import Handoff, hand_on
 from bot.listeners.actions import MALFORMED
+from bot.listeners.edited_json import exact_float, exact_int, input_problem
 from bot.listeners.forms import open_view, say
 from bot.listeners.outcomes import ACK_BUDGET, decide_in_ack, tell_loser
+from bot.payloads import not_text
 from bot.render.cards import action_id_for, parse_action_value
 from bot.render.edits import json_schema_of
 from bot.render.modals import (
@@ -43,6 +44,7 @@ from bot.render.modals import (
     edit_text,
     parse_modal_metadata,
 )
+from bot.render.mrkdwn import visible
 from bot.services import Services
 from bot.work import PickUp
 from engine import DecideResult
@@ -70,16 +72,19 @@ def check_edited_input(text: str | None, *, tool: ToolCall) -> dict[str, Any] | 
         return "Write the tool input as a JSON object, e.g. {}."
     if len(text) > TEXT_MAX_LENGTH:
         return f"The input is too long ({len(text)} characters, at most {TEXT_MAX_LENGTH})."
+    unreadable = not_text(text)
+    if unreadable is not None:
+        return f"This cannot be used: {unreadable}. Remove it and submit again."
     try:
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_no_constant, parse_float=exact_float, parse_int=exact_int)
     except json.JSONDecodeError as error:
         return f"This is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
     except (ValueError, RecursionError) as error:
         return _short(f"This is not valid JSON: {error}.")
     if not isinstance(value, dict):
         return f"The input must be a JSON object ({{...}}), not {_json_kind(value)}."
-    problem = _schema_problem(value, tool=tool)
-    return value if problem is None else problem
+    problem = input_problem(value) or _schema_problem(value, tool=tool)
+    return value if problem is None else _short(problem)
 
 
 def read_edit(view: dict[str, Any], run: Run | None) -> EditSubmission | str:
@@ -233,14 +238,6 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _finite_float(text: str) -> float:
-    """``1e999`` is valid JSON and Python reads it as infinity: a tool would pay "inf EUR"."""
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:40]} is too large a number")
-    return value
-
-
 def _json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
@@ -254,4 +251,6 @@ def _json_kind(value: Any) -> str:
 
 
 def _short(text: str) -> str:
-    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
+    """One line under the input; what it quotes of the input shows its hidden characters."""
+    shown = visible(text)
+    return shown if len(shown) <= MAX_ERROR_CHARS else shown[: MAX_ERROR_CHARS - 1] + "…"

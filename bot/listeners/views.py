@@ -16,6 +16,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.handoff import Handoff, hand_on
 from bot.listeners.outcomes import ACK_BUDGET, decide_in_ack
+from bot.payloads import not_text
 from bot.render.modals import (
     TEXT_BLOCK_ID,
     TEXT_MAX_LENGTH,
@@ -50,6 +51,9 @@ def read_submission(view: dict[str, Any]) -> Submission | str:
         return "Write a reply first."
     if text is not None and len(text) > TEXT_MAX_LENGTH:  # the input says so too, but forms can be forged
         return f"This is too long ({len(text)} characters, at most {TEXT_MAX_LENGTH})."
+    unreadable = not_text(text) if text is not None else None
+    if unreadable is not None:  # Slack's clients cannot type it; stored, it would fail in the store
+        return f"This cannot be sent: {unreadable}. Remove it and send again."
     return Submission(target=target, verdict=verdict, text=text)
 
 

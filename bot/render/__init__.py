@@ -43,7 +43,7 @@ from bot.render.modals import (
     reply_modal,
     verdict_for_callback_id,
 )
-from bot.render.mrkdwn import Rendered, escape, escape_keeping_mentions
+from bot.render.mrkdwn import Rendered, escape, visible
 from bot.render.titles import card_title, mention_id, mention_ids, readable_name, who_may_decide
 
 __all__ = [
@@ -69,7 +69,6 @@ __all__ = [
     "encode_action_value",
     "encode_modal_metadata",
     "escape",
-    "escape_keeping_mentions",
     "graph_list",
     "help_text",
     "mention_id",
@@ -87,5 +86,6 @@ __all__ = [
     "usage_error",
     "verdict_for_callback_id",
     "verdict_from_action_id",
+    "visible",
     "who_may_decide",
 ]

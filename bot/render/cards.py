@@ -250,7 +250,7 @@ def reason_blocks(reason: Any) -> list[Block]:
 
     Reasons are what the graph says, so they may mention people (``<@U…>``).
     """
-    return value_blocks(reason, mentions=True)
+    return value_blocks(reason)
 
 
 def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
@@ -274,7 +274,7 @@ def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
         # Input: {...}'): the title names the tool and the tool section shows the input.
         # Only a classifier's reason for asking ('Approve "x" — why?') is news.
         why = hitl_why(ask.reason)
-        said = [SectionBlock(text=MarkdownTextObject(text=f"*Why:* {cut(why, 1000, mentions=True)}"))] if why else []
+        said = [SectionBlock(text=MarkdownTextObject(text=f"*Why:* {cut(why, 1000)}"))] if why else []
         return [header, *said, *tool_blocks(ask.tool), context]
     shown = ask.reason if isinstance(ask.reason, dict) else {}
     return [header, *reason_blocks(ask.reason), *tool_blocks(ask.tool, shown=shown), context]

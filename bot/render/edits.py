@@ -68,7 +68,7 @@ def tool_blocks(tool: ToolCall, *, shown: Mapping[str, Any] | None = None) -> li
         return [SectionBlock(text=MarkdownTextObject(text=f"*Tool* {name} · input as above"))]
     head = f"*Tool* {name} · proposed input" + (", besides the above:" if len(rest) < len(tool.input) else ":")
     head_block = SectionBlock(text=MarkdownTextObject(text=head))
-    return [head_block, *value_blocks(rest, mentions=False, budget=TOOL_LIMIT - len(head))]
+    return [head_block, *value_blocks(rest, budget=TOOL_LIMIT - len(head))]
 
 
 def input_changes(before: Mapping[str, Any], after: Mapping[str, Any], *, prefix: str = "") -> list[Change]:

@@ -43,7 +43,7 @@ def home_view(
 ) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     if note:
-        blocks.append(_section(f":information_source: {cut(note, 1000, mentions=True)}"))
+        blocks.append(_section(f":information_source: {cut(note, 1000)}"))
     blocks.append(HeaderBlock(text=PlainTextObject(text="Waiting for you")).to_dict())
     if not waiting:
         blocks.append(_context("Nothing waits for you: no question any graph asked is yours to decide right now."))

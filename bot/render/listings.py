@@ -170,7 +170,7 @@ def end_line(run: Run) -> str:
             first = _first_line(run.output or "")
             if not first:
                 return f"Finished{after}, no output."
-            return f"Finished{after}: {cut(first, END_LIMIT, mentions=True)}"
+            return f"Finished{after}: {cut(first, END_LIMIT)}"
         case RunStatus.FAILED:
             node, first, more = failure_parts(run.error)
             where = f" at node {inline_code(node, NODE_ID_LIMIT)}" if node else ""
@@ -180,7 +180,7 @@ def end_line(run: Run) -> str:
             first = _first_line(run.error or "")
             if not first:
                 return "Rejected, node not run."
-            return f"Rejected, node not run: {cut(first, END_LIMIT, mentions=True)}"
+            return f"Rejected, node not run: {cut(first, END_LIMIT)}"
         case RunStatus.CANCELLED:
             return f"Cancelled by {_who(run.cancelled_by)}." if run.cancelled_by else "Cancelled."
     return ""

@@ -24,12 +24,10 @@ from bot.render.mrkdwn import (
     build,
     cut,
     escape,
-    escape_keeping_mentions,
     escaped_length,
     fit,
     inline_code,
     mention,
-    mention_safe_cut,
     quote,
     short,
     slack_date,
@@ -92,7 +90,7 @@ def run_completed(*, run: Run, max_blocks: int = MAX_OUTPUT_BLOCKS, max_chars: i
     if shown < len(output):
         note = f"… truncated: showing {shown:,} of {len(output):,} characters"
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=note)]))
-    text = f"{fallback}: {cut(output, FALLBACK_TEXT_LIMIT - len(fallback) - 2, mentions=True)}" if output else fallback
+    text = f"{fallback}: {cut(output, FALLBACK_TEXT_LIMIT - len(fallback) - 2)}" if output else fallback
     return build(text=text, blocks=blocks)
 
 
@@ -129,8 +127,8 @@ def run_rejected(*, run: Run) -> Rendered:
         lines.append(_rejection_lines(denied, limit=_REJECTIONS_LIMIT, single_line=False))
     reason = run.error or ""
     if reason:
-        lines.append(quote(reason, 1200, mentions=True))
-    fallback = f"{head}: {cut(reason, 500, mentions=True)}" if reason else head
+        lines.append(quote(reason, 1200))
+    fallback = f"{head}: {cut(reason, 500)}" if reason else head
     return build(
         text=fallback,
         blocks=[SectionBlock(text=MarkdownTextObject(text="\n".join(lines))), _run_context(run)],
@@ -180,8 +178,8 @@ def ask_notice(*, run: Run, ask: Ask, index: int) -> Rendered:
 def split_output(text: str, *, max_sections: int, max_chars: int) -> tuple[list[str], int]:
     """Escape ``text`` into mrkdwn sections; return them and how many characters they show.
 
-    The output is the graph's, so the people it mentions show as mentions; nothing else
-    it says becomes markup (``escape_keeping_mentions``).
+    The output is the graph's, and it may repeat a task, a tool's input or a reply word for
+    word: none of it becomes markup, so a mention in it shows as text and pings nobody.
 
     Only what fits is ever escaped, so a multi-megabyte output costs as much as the
     ~10 KB that is shown. Sections break at a newline when one is near the limit.
@@ -200,12 +198,11 @@ def split_output(text: str, *, max_sections: int, max_chars: int) -> tuple[list[
                 take = newline + 1
             while take > 1 and window[take - 1] == "`":  # never split a run of backticks
                 take -= 1
-            take = mention_safe_cut(window, take) or take  # nor a mention of a person
         piece = window[:take]
         reopened = in_fence
         if piece.count(_FENCE) % 2:
             in_fence = not in_fence
-        section = ("```\n" if reopened else "") + escape_keeping_mentions(piece) + ("\n```" if in_fence else "")
+        section = ("```\n" if reopened else "") + escape(piece) + ("\n```" if in_fence else "")
         sections.append(section)
         used += len(section)
         pos += take

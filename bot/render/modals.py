@@ -25,7 +25,7 @@ from slack_sdk.models.views import View
 
 from bot.render.cards import load_ids_json, validate_id
 from bot.render.edits import json_schema_of
-from bot.render.mrkdwn import cut, short
+from bot.render.mrkdwn import cut, invisible_chars, short
 from engine.records import MessageRef, ToolCall, Verdict
 
 REPLY_CALLBACK_ID = "ask:reply"
@@ -145,8 +145,12 @@ def reply_modal(
 
 
 def edit_text(tool_input: dict[str, Any]) -> str:
-    """The tool input as the Edit modal shows it: pretty JSON, non-ASCII kept readable."""
-    return json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)
+    """The tool input as the Edit modal shows it: pretty JSON, non-ASCII kept readable, and
+    every invisible character (a right-to-left override, a zero-width space) written as its
+    JSON escape (``\\u202e``), which the submission parses back into the same character:
+    the approver sees it, and submitting the text unchanged approves the input unchanged."""
+    dumped = json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)
+    return invisible_chars().sub(lambda found: json.dumps(found.group(0))[1:-1], dumped)
 
 
 def edit_modal(*, run_id: str, ask_key: str, channel: str, message_ts: str, tool: ToolCall) -> dict[str, Any]:

@@ -1,14 +1,18 @@
 """Escaping, cutting and small formatting helpers for Slack ``mrkdwn`` text.
 
 Everything the bot shows comes partly from graph code, models and users: task text,
-interrupt reasons, final outputs. Slack parses ``<...>`` in mrkdwn as mentions and
-links, so unescaped text could ping ``@channel`` or forge a link; every piece of foreign
-text therefore goes through :func:`escape` before it reaches a block. Graph output and
-graph-supplied reasons go through :func:`escape_keeping_mentions` instead: a graph that
-says who approved (``approved by <@U123>``) should show that person, so well-formed
-mentions of one user or one user group survive, and nothing else does. Slack also rejects
-a whole message when one text is a character too long, so texts are cut here to fixed
-limits with a visible marker instead of being sent and refused.
+interrupt reasons, tool inputs, replies, final outputs. Slack parses ``<...>`` in mrkdwn
+as mentions, broadcasts and links, so unescaped text could ping a person, a user group
+or ``@channel``, or disguise a link behind a label. Every piece of foreign text therefore
+goes through :func:`escape` (or a helper built on it) before it reaches a block, with no
+exception: the only live markup in a message is what the bot builds itself from ids it
+checked (:func:`mention`, ``titles.mention_id``, :func:`slack_date`).
+
+:func:`escape` also makes invisible characters visible (:func:`visible`): bidirectional
+overrides and zero-width characters would let a card show one argument while another
+runs, so each shows as a marker such as ``⟨U+202E⟩``. Slack also rejects a whole message
+when one text is a character too long, so texts are cut here to fixed limits with a
+visible marker instead of being sent and refused.
 
 Limits are Slack's documented ones, except :data:`MESSAGE_TEXT_BUDGET`: Slack also
 refuses a ``chat.postMessage`` whose block texts add up to roughly 12,000 characters
@@ -37,11 +41,15 @@ MESSAGE_TEXT_BUDGET = 10_000
 
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _USER_ID = re.compile(r"^[A-Z][A-Z0-9]{1,63}$")
-# The only markup graph text may keep: ``<@U…>``/``<@W…>`` (one user) and ``<!subteam^S…>``
-# (one user group, optionally ``|@label``). ASCII ids of Slack's shape and bounded length
-# only; broadcasts (``<!channel>``), links and channel references stay escaped.
-_KEPT_MENTION = re.compile(r"<(?:@[UW][A-Z0-9]{1,20}|!subteam\^S[A-Z0-9]{1,20}(?:\|@[A-Za-z0-9._-]{1,80})?)>", re.ASCII)
-_LONGEST_MENTION = len("<!subteam^S") + 20 + len("|@") + 80 + len(">")
+# Characters that change how text reads without showing themselves: C0/C1 controls (but
+# tab and line breaks), bidirectional embeddings, overrides and isolates, zero-width
+# characters, invisible operators, interlinear annotations, and unpaired surrogates (which
+# no UTF-8 text may hold; Slack would refuse the whole message).
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]"
+)
+_PICTOGRAPH = re.compile("[\u2600-\u27bf\ufe0f\U0001f000-\U0001faff]")
 _FENCE = "```"
 # A zero-width space keeps a literal ``` inside a code block from closing the block early.
 _BROKEN_FENCE = "`\u200b``"
@@ -84,41 +92,43 @@ def _verbatim(node: Any) -> None:
             _verbatim(value)
 
 
+def visible(text: str) -> str:
+    """``text`` with every invisible character (see ``_INVISIBLE``) shown as ``⟨U+XXXX⟩``.
+
+    An approver must see the argument that runs: a right-to-left override (``\\u202e``) or a zero-width
+    space inside an account name look like something else, and the person cannot tell.
+    Plain text (headers, labels, titles) goes through this too; Slack does not parse it.
+    """
+    if not _INVISIBLE.search(text):
+        return text
+    return _INVISIBLE.sub(lambda match: _marker(text, match), text)
+
+
+def _marker(text: str, match: re.Match[str]) -> str:
+    char, at = match.group(0), match.start()
+    joins_emoji = 0 < at < len(text) - 1 and bool(_PICTOGRAPH.match(text[at - 1]) and _PICTOGRAPH.match(text[at + 1]))
+    if char == "\u200d" and joins_emoji:
+        return char  # a zero-width joiner between two pictographs builds one emoji (a family, a flag)
+    return f"⟨U+{ord(char):04X}⟩"
+
+
+def invisible_chars() -> re.Pattern[str]:
+    """The characters :func:`visible` shows as markers (for JSON, which escapes them instead)."""
+    return _INVISIBLE
+
+
 def escape(text: str) -> str:
-    """Make foreign text inert in mrkdwn: no mentions, no links, no broadcasts."""
+    """Make foreign text inert in mrkdwn: no mentions, no links, no broadcasts, nothing hidden."""
+    return _escape_markup(visible(text))
+
+
+def _escape_markup(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def escape_keeping_mentions(text: str) -> str:
-    """:func:`escape`, except that well-formed user and user-group mentions stay live.
-
-    For what graphs say (outputs, reasons): ``approved by <@U123>`` shows the person,
-    while ``<!channel>``, ``<!here>``, links, ``<#C…>`` and anything malformed (a label on a
-    user mention, lower case, look-alike characters, an overlong id) stay inert.
-    """
-    parts: list[str] = []
-    pos = 0
-    for match in _KEPT_MENTION.finditer(text):
-        # Without its label: Slack shows the group's real handle, and a label could read "@here".
-        parts += [escape(text[pos : match.start()]), match.group(0).split("|", 1)[0].removesuffix(">") + ">"]
-        pos = match.end()
-    parts.append(escape(text[pos:]))
-    return "".join(parts)
-
-
-def mention_safe_cut(text: str, cut_at: int) -> int:
-    """``cut_at``, moved back to the start of a kept mention it would cut in half."""
-    start = text.rfind("<", max(0, cut_at - _LONGEST_MENTION), cut_at)
-    if start != -1:
-        match = _KEPT_MENTION.match(text, start)
-        if match is not None and match.end() > cut_at:
-            return start
-    return cut_at
-
-
 def escaped_length(char: str) -> int:
-    """How many characters ``char`` takes once escaped."""
-    return len(_ESCAPES.get(char, char))
+    """How many characters ``char`` takes once escaped (at most: a kept emoji joiner is one)."""
+    return len(_ESCAPES[char]) if char in _ESCAPES else len(visible(char))
 
 
 def truncation_marker(total: int) -> str:
@@ -138,9 +148,9 @@ def fit(text: str, limit: int, *, total: int) -> str:
     return _entity_safe_prefix(text, max(0, limit - len(marker))).rstrip() + marker
 
 
-def cut(raw: str, limit: int, *, mentions: bool = False) -> str:
-    """Escape ``raw`` (keeping mentions when ``mentions``) and fit it into ``limit`` characters."""
-    return fit(escape_keeping_mentions(raw) if mentions else escape(raw), limit, total=len(raw))
+def cut(raw: str, limit: int) -> str:
+    """Escape ``raw`` and fit it into ``limit`` characters."""
+    return fit(escape(raw), limit, total=len(raw))
 
 
 def short(raw: str, limit: int = 200) -> str:
@@ -150,13 +160,15 @@ def short(raw: str, limit: int = 200) -> str:
 
 
 def cut_plain(raw: str, limit: int) -> str:
-    """Cut plain_text (headers, labels): Slack does not parse it, so no escaping."""
-    return raw if len(raw) <= limit else raw[: max(0, limit - 1)].rstrip() + "…"
+    """Cut plain_text (headers, labels): Slack does not parse it, so no escaping; invisible
+    characters are still shown (:func:`visible`)."""
+    shown = visible(raw)
+    return shown if len(shown) <= limit else shown[: max(0, limit - 1)].rstrip() + "…"
 
 
-def quote(raw: str, limit: int, *, mentions: bool = False) -> str:
+def quote(raw: str, limit: int) -> str:
     """``raw`` as an escaped mrkdwn block quote of at most ``limit`` characters."""
-    escaped = escape_keeping_mentions(raw) if mentions else escape(raw)
+    escaped = escape(raw)
     quoted = "\n".join("> " + line for line in escaped.split("\n"))
     return fit(quoted, limit, total=len(raw))
 
@@ -167,7 +179,7 @@ def code_block(raw: str, limit: int) -> str:
     The content is still escaped (Slack wants ``&<>`` escaped everywhere) and a cut
     keeps the closing fence, so the marker after it renders as normal text.
     """
-    body = escape(raw.replace(_FENCE, _BROKEN_FENCE))
+    body = _escape_markup(visible(raw).replace(_FENCE, _BROKEN_FENCE))
     room = limit - 2 * (len(_FENCE) + 1)
     if len(body) <= room:
         return f"{_FENCE}\n{body}\n{_FENCE}"
@@ -200,8 +212,8 @@ def slack_date(epoch: float) -> str:
 
 def _entity_safe_prefix(escaped: str, length: int) -> str:
     """``escaped[:length]`` minus a trailing partial entity such as ``&am`` or a partial
-    kept mention such as ``<@U12`` (in escaped text every raw ``<`` opens a kept mention,
-    and half of one would be markup Slack cannot parse)."""
+    mention of the bot's own such as ``<@U12`` (in escaped text every raw ``<`` opens
+    markup the bot built, and half of it would be markup Slack cannot parse)."""
     prefix = escaped[:length]
     amp = prefix.rfind("&", max(0, length - 4))
     if amp != -1 and ";" not in prefix[amp:]:

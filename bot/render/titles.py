@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bot.render.mrkdwn import escape_keeping_mentions, short
+from bot.render.mrkdwn import short
 from engine.policy import GROUP_ID, USER_ID, deciders
 from engine.records import Ask
 from engine.sources import HITL_INTERRUPT_NAME, REVIEW_INTERRUPT_PREFIX, gated_tool_use_id
@@ -99,13 +99,14 @@ def mention_id(value: str) -> str:
     """A policy id as a mention: ``<@U…>`` for a user, ``<!subteam^S…>`` for a user group.
 
     The ids come from the graph definition and were checked when it was loaded; they are
-    checked again here against the same patterns (``engine.policy``), and the mention
-    passes through ``escape_keeping_mentions`` too, so anything else shows as inert text.
+    checked again here against the same patterns (``engine.policy``), so anything else
+    shows as inert text. These are the only mentions the bot makes besides the requester
+    and the decider (``mrkdwn.mention``): text from graphs and people never pings.
     """
     if USER_ID.match(value):
-        return escape_keeping_mentions(f"<@{value}>")
+        return f"<@{value}>"
     if GROUP_ID.match(value):
-        return escape_keeping_mentions(f"<!subteam^{value}>")
+        return f"<!subteam^{value}>"
     return short(value, 40)
 
 

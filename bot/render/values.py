@@ -12,9 +12,9 @@ of value gets the shape that reads best:
 * other nested data as compact JSON in a code block, cut to a size.
 
 Everything stays within Slack's limits (10 fields of at most 2000 characters, 3000 per
-section) and within a total budget, so a card never outgrows a message. Reasons are
-what a graph says and may mention people (``mentions=True``); tool inputs are a model's
-proposal and stay fully escaped.
+section) and within a total budget, so a card never outgrows a message. Reasons and tool
+inputs alike are fully escaped: a reason may repeat a task or a reply word for word, so
+a mention in it shows as text and pings nobody.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from bot.render.mrkdwn import (
     code_block,
     cut,
     escape,
-    escape_keeping_mentions,
     fit,
     inline_code,
     short,
@@ -56,22 +55,22 @@ _LOG_LINE = re.compile(
 )
 
 
-def value_blocks(value: Any, *, mentions: bool, budget: int = REASON_BUDGET, label: str | None = None) -> list[Block]:
+def value_blocks(value: Any, *, budget: int = REASON_BUDGET, label: str | None = None) -> list[Block]:
     """``value`` as readable blocks within ``budget`` characters of text (see the module doc)."""
     if value is None or value == {} or value == [] or value == "":
         return [_section("_(no details)_")]
     if isinstance(value, str):
-        return [_section(text_section(value, label=label, mentions=mentions, limit=min(budget, SECTION_TEXT_LIMIT)))]
+        return [_section(text_section(value, label=label, limit=min(budget, SECTION_TEXT_LIMIT)))]
     if isinstance(value, Mapping):
-        return dict_blocks(value, mentions=mentions, budget=budget)
+        return dict_blocks(value, budget=budget)
     if isinstance(value, Sequence) and tool_calls(value) is not None:
         return [_section(calls_text(value, label=label, limit=min(budget, SECTION_TEXT_LIMIT)))]
     if isinstance(value, list | tuple):
         return [_section(_json_section(value, label=label, limit=min(budget, SECTION_TEXT_LIMIT)))]
-    return [_section(text_section(str(value), label=label, mentions=mentions, limit=min(budget, SECTION_TEXT_LIMIT)))]
+    return [_section(text_section(str(value), label=label, limit=min(budget, SECTION_TEXT_LIMIT)))]
 
 
-def dict_blocks(data: Mapping[Any, Any], *, mentions: bool, budget: int = REASON_BUDGET) -> list[Block]:
+def dict_blocks(data: Mapping[Any, Any], *, budget: int = REASON_BUDGET) -> list[Block]:
     """A dict: short values as fields, long and nested ones in sections of their own, in order."""
     items = [(str(k), v) for k, v in data.items()]
     short_items = [(k, v) for k, v in items if _is_short(v)]
@@ -83,21 +82,21 @@ def dict_blocks(data: Mapping[Any, Any], *, mentions: bool, budget: int = REASON
     blocks: list[Block] = []
     if fields:
         per_field = min(FIELD_TEXT_LIMIT, max(60, fields_room // len(fields)))
-        blocks.append(SectionBlock(fields=[_field(k, v, mentions=mentions, limit=per_field) for k, v in fields]))
+        blocks.append(SectionBlock(fields=[_field(k, v, limit=per_field) for k, v in fields]))
     if sections:
         per_section = min(SECTION_TEXT_LIMIT, max(200, (budget - fields_room - extra_room) // len(sections)))
-        blocks += [_section(_long_value(k, v, mentions=mentions, limit=per_section)) for k, v in sections]
+        blocks += [_section(_long_value(k, v, limit=per_section)) for k, v in sections]
     if extra:
         blocks.append(_section(_extra_text(extra, limit=max(200, extra_room))))
     return blocks
 
 
-def text_section(text: str, *, label: str | None, mentions: bool, limit: int) -> str:
+def text_section(text: str, *, label: str | None, limit: int) -> str:
     """Text with its line breaks; a code block when it looks like a log."""
     head = f"*{cut(label, 100)}*\n" if label else ""
     if looks_like_log(text):
         return head + code_block(text, limit - len(head))
-    return head + cut(text, limit - len(head), mentions=mentions)
+    return head + cut(text, limit - len(head))
 
 
 def looks_like_log(text: str) -> bool:
@@ -162,15 +161,15 @@ def _is_short(value: Any) -> bool:
     return False
 
 
-def _field(key: str, value: Any, *, mentions: bool, limit: int) -> MarkdownTextObject:
+def _field(key: str, value: Any, *, limit: int) -> MarkdownTextObject:
     text = value if isinstance(value, str) else to_json(value, indent=None)
-    rendered = f"*{cut(key, 100)}*\n{escape_keeping_mentions(text) if mentions else escape(text)}"
+    rendered = f"*{cut(key, 100)}*\n{escape(text)}"
     return MarkdownTextObject(text=fit(rendered, limit, total=len(text)))
 
 
-def _long_value(key: str, value: Any, *, mentions: bool, limit: int) -> str:
+def _long_value(key: str, value: Any, *, limit: int) -> str:
     if isinstance(value, str):
-        return text_section(value, label=key, mentions=mentions, limit=limit)
+        return text_section(value, label=key, limit=limit)
     if isinstance(value, list | tuple) and tool_calls(value) is not None:
         return calls_text(value, label=key, limit=limit)
     return _json_section(value, label=key, limit=limit)

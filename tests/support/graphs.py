@@ -270,3 +270,51 @@ def five_steps() -> Graph:
 
 
 _register_policy_graphs()
+
+
+# -- inert-echo: people's words echoed everywhere, for "text people send is inert" ---------------
+
+
+@tool(context=True)
+def relay(text: str, count: int, tool_context: ToolContext) -> str:
+    """Pass text on after a reply and a rejection (the test's stand-in for echoing people's words).
+
+    Args:
+        text: What to pass on.
+        count: How many times.
+    """
+    reply: dict[str, Any] = tool_context.interrupt("relay_reply", reason={"text": text, "why": f"about {text}"})
+    reject: dict[str, Any] = tool_context.interrupt("relay_reject", reason=f"{text} / {reply.get('text')}")
+    _mark("relay " + json.dumps({"text": text, "count": count}, sort_keys=True))
+    return f"relayed {text} x{count} | reply: {reply.get('text')} | reject: {reject.get('text')}"
+
+
+class _RelayGate(HookProvider):
+    """Holds every ``relay`` call for a human, so its input can be edited before it runs."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.gate)
+
+    def gate(self, event: BeforeToolCallEvent) -> None:
+        if event.tool_use["name"] == "relay":
+            event.interrupt("approve_relay", reason={"tool": "relay", **dict(event.tool_use.get("input") or {})})
+
+
+@graph_def("inert-echo", description="echoes its task, an edited input, a reply and a rejection into its output")
+def inert_echo() -> Graph:
+    def relay_task(messages: Messages) -> Step:
+        return call("relay", text=graph_task(messages), count=1)
+
+    def echo(messages: Messages) -> Step:
+        return say(f"echo: {graph_task(messages)} | {latest_tool_result_text(messages)}")
+
+    agent = Agent(
+        name="echo",
+        model=ScriptedModel([relay_task, echo], id_prefix="tu_echo"),
+        tools=[relay],
+        hooks=[_RelayGate()],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "echo")
+    return _bounded(builder)

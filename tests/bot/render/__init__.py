@@ -13,7 +13,7 @@ from typing import Any
 from bot.render import Rendered
 
 # Slack parses <...> as mentions, links and broadcasts; the only ones the bot emits are
-# user mentions, user-group mentions (kept from graph output) and localized dates.
+# user mentions, user-group mentions (approvers it names) and localized dates.
 # Anything else came from foreign text and must have been escaped.
 ALLOWED_ANGLE = re.compile(
     r"<(@[A-Z][A-Z0-9]+|!subteam\^S[A-Z0-9]+(\|@[A-Za-z0-9._-]+)?"

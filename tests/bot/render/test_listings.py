@@ -188,7 +188,7 @@ def test_no_nodes_yet() -> None:
     [
         (
             {"status": RunStatus.COMPLETED, "output": "\n  All done, thanks <@U0BOB> <!channel>\nsecond line"},
-            "Finished: All done, thanks <@U0BOB> &lt;!channel&gt;",
+            "Finished: All done, thanks &lt;@U0BOB&gt; &lt;!channel&gt;",
         ),
         ({"status": RunStatus.COMPLETED, "output": None}, "Finished, no output."),
         (
@@ -196,7 +196,10 @@ def test_no_nodes_yet() -> None:
             "Failed at node `writer`: ValueError: bad &lt;input&gt; (the error goes on",
         ),
         ({"status": RunStatus.FAILED, "error": "Boom"}, "Failed: Boom"),
-        ({"status": RunStatus.REJECTED, "error": "Not today, <@U0BOB>"}, "Rejected, node not run: Not today, <@U0BOB>"),
+        (
+            {"status": RunStatus.REJECTED, "error": "Not today, <@U0BOB>"},
+            "Rejected, node not run: Not today, &lt;@U0BOB&gt;",
+        ),
         ({"status": RunStatus.CANCELLED, "cancelled_by": "U0BOB"}, "Cancelled by <@U0BOB>."),
     ],
 )

@@ -238,11 +238,12 @@ def test_parallel_answers_with_a_rejection_list_each_rejection_by_node() -> None
     )
 
 
-def test_output_mentions_are_live_and_broadcasts_stay_escaped() -> None:
+def test_output_mentions_and_broadcasts_stay_text() -> None:
+    """An output may repeat a task, a tool's input or a reply word for word: it pings nobody."""
     output = "Refunded 25.0 on order A-1, approved by <@U0ALICE> <!channel> <!subteam^S0OPS|@ops>"
     message = run_completed(run=make_run(output=output))
     assert_within_limits(message)
-    expected = "approved by <@U0ALICE> &lt;!channel&gt; <!subteam^S0OPS>"
+    expected = "approved by &lt;@U0ALICE&gt; &lt;!channel&gt; &lt;!subteam^S0OPS|@ops&gt;"
     assert expected in sections(message.blocks)[1] and expected in message.text
 
 
@@ -253,7 +254,7 @@ def test_a_node_gate_rejection_names_who_and_quotes_the_gate() -> None:
     assert_within_limits(message)
     assert sections(message.blocks)[0] == (
         ":no_entry: *deploy* stopped: rejected, node not run\n<@U0BOB> rejected *Approve publish*\n> legal\n"
-        "> node publish not run: sign-off refused by <@U0BOB>: legal &lt;!here&gt;"
+        "> node publish not run: sign-off refused by &lt;@U0BOB&gt;: legal &lt;!here&gt;"
     )
 
 

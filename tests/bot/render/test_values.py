@@ -58,11 +58,9 @@ def test_a_review_reason_shows_fields_compact_input_and_the_log_with_real_lines(
     assert "\\n" not in text, "no literal backslash-n anywhere"
 
 
-def test_prose_keeps_its_line_breaks_and_mentions_outside_a_code_block() -> None:
-    (section,) = texts_of("Dear <@U0ALICE>,\nthe draft is ready <!here>.", mentions=True)
-    assert section == "Dear <@U0ALICE>,\nthe draft is ready &lt;!here&gt;."
-    (escaped,) = texts_of("Dear <@U0ALICE>,\nthe draft", mentions=False)
-    assert escaped.startswith("Dear &lt;@U0ALICE&gt;")
+def test_prose_keeps_its_line_breaks_outside_a_code_block_and_its_mentions_as_text() -> None:
+    (section,) = texts_of("Dear <@U0ALICE>,\nthe draft is ready <!here>.")
+    assert section == "Dear &lt;@U0ALICE&gt;,\nthe draft is ready &lt;!here&gt;."
 
 
 def test_a_batch_of_tool_calls_is_one_line_per_call() -> None:
@@ -73,7 +71,7 @@ def test_a_batch_of_tool_calls_is_one_line_per_call() -> None:
     assert "*calls* (3):\n• `restart_host` host: us-api-1, force: true\n• `restart_host` host: us-api-2" in text
     # Six lines are the header, the context, who may decide and the three buttons.
     assert len(text.splitlines()) < 13, "three restarts take a few lines, not a page of JSON"
-    (bare,) = texts_of([{"name": "restart_host", "input": {"host": "h"}}], mentions=True)
+    (bare,) = texts_of([{"name": "restart_host", "input": {"host": "h"}}])
     assert bare == "*1 tool calls:*\n• `restart_host` host: h"
 
 
@@ -87,7 +85,8 @@ def test_a_huge_batch_lists_whole_lines_then_a_count() -> None:
     assert all(line.count("`") == 2 and "&lt;!channel&gt;" in line for line in shown)
 
 
-def test_mentions_are_live_in_reasons_but_not_in_tool_inputs() -> None:
+def test_mentions_in_reasons_and_tool_inputs_ping_nobody() -> None:
+    """A reason may repeat a task or a reply word for word: it is text, like a tool's input."""
     tool = ToolCall(name="notify", input={"to": "<@U0BOB>", "note": "hi"})
     ask = make_ask(
         reason={"asked_by": "<@U0ALICE>", "why": "<!channel>"}, tool=tool, interrupt_id="v1:before_tool_call:t:1"
@@ -95,7 +94,7 @@ def test_mentions_are_live_in_reasons_but_not_in_tool_inputs() -> None:
     card = ask_card(run=make_run(), ask=ask)
     assert_within_limits(card)
     fields = [f["text"] for b in card.blocks for f in b.get("fields", [])]
-    assert "*asked_by*\n<@U0ALICE>" in fields and "*why*\n&lt;!channel&gt;" in fields
+    assert "*asked_by*\n&lt;@U0ALICE&gt;" in fields and "*why*\n&lt;!channel&gt;" in fields
     assert "*to*\n&lt;@U0BOB&gt;" in fields, "a model's proposed input pings nobody"
 
 
@@ -128,8 +127,8 @@ def test_a_hitl_card_shows_the_call_not_strands_prompt() -> None:
 
 def test_many_long_values_stay_within_the_budget() -> None:
     reason = {f"log{i}": LOGS * 200 for i in range(8)} | {f"f{i}": "v" * 150 for i in range(12)}
-    blocks = value_blocks(reason, mentions=True)
-    total = sum(len(t) for t in texts_of(reason, mentions=True)) + sum(
+    blocks = value_blocks(reason)
+    total = sum(len(t) for t in texts_of(reason)) + sum(
         len(f.text) for b in blocks for f in (getattr(b, "fields", None) or [])
     )
     assert total <= 6500 and len(blocks) <= 8
