@@ -310,5 +310,5 @@ def output_messages(node_id: str, text: str) -> list[Rendered]:
         if len(messages) == MAX_OUTPUT_MESSAGES - 1 and pos < len(text):
             note = f"…{len(text) - pos:,} more characters not shown; the run's final message has its result."
             blocks.append(ContextBlock(elements=[MarkdownTextObject(text=note)]))
-        messages.append(build(text=f"{node_id[:80]} finished", blocks=blocks))
+        messages.append(build(text=f"{name} finished", blocks=blocks))
     return messages
