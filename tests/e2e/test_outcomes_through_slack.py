@@ -1,8 +1,8 @@
 """Outcomes read as what they are, through the real bot over HTTP and the local Slack.
 
 A rejected HumanInTheLoop deletion is announced as a rejection, naming who and why; a
-node gate's "no" leaves no error in the bot's log; a graph that names the approver
-shows a real mention while a broadcast in the same output stays inert; a review card
+node gate's "no" leaves no error in the bot's log; a graph that names the approver in
+its output, next to a broadcast from a reply, pings nobody (both show as text); a review card
 is titled as the question it puts and shows the log it asks about line by line.
 """
 
@@ -73,7 +73,7 @@ async def test_a_node_gate_rejection_leaves_one_info_line_and_no_error_in_the_lo
     assert "node publish not run, its gate said no: sign-off refused by <@U0BOB>: legal has not read it" in lines[0]
 
 
-async def test_graph_output_mentions_the_approver_and_a_broadcast_stays_inert(
+async def test_a_mention_and_a_broadcast_in_graph_output_stay_inert(
     start_bot: StartBot, sqlite_backend: Backend, local_slack: LocalSlack, user_for: Any
 ) -> None:
     bot = await start_bot(backend=sqlite_backend)
@@ -90,9 +90,9 @@ async def test_graph_output_mentions_the_approver_and_a_broadcast_stays_inert(
     done = await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the end")
 
     output = "\n".join(b["text"]["text"] for b in done["blocks"][1:] if b["type"] == "section")
-    assert "Approved by <@U0BOB> with operator instructions: tell &lt;!channel&gt; first" in output
+    assert "Approved by &lt;@U0BOB&gt; with operator instructions: tell &lt;!channel&gt; first" in output
     assert str(done["text"]).startswith(":white_check_mark: *deploy* finished")
-    assert "<!channel>" not in str(done)
+    assert "<!channel>" not in str(done) and "<@U0BOB>" not in output
 
 
 async def test_a_review_card_is_titled_for_people_and_shows_the_log_line_by_line(
