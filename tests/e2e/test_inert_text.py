@@ -92,7 +92,8 @@ async def test_nothing_people_send_pings_anyone(
     await user.click(message=gate, label="Approve", user_id=DECIDER, channel_id=CHANNEL, allow_stale=True)
     for person in (REQUESTER, DECIDER):
         await user.open_home(user_id=person)
-    await local_slack.wait_for(lambda: local_slack.home(DECIDER), timeout=10, what="the Home tab")
+    homes = lambda: local_slack.home(REQUESTER) and local_slack.home(DECIDER)  # noqa: E731
+    await local_slack.wait_for(homes, timeout=10, what="both Home tabs")
     await local_slack.wait_for(lambda: len(local_slack.ephemerals()) >= 5, timeout=20, what="the answers")
 
     sent = sent_mentions(local_slack)
