@@ -116,7 +116,7 @@ class _Answer:
 
     @property
     def who(self) -> str:
-        return f"<@{self.user}>" if self.user else "someone"
+        return self.user or "someone"  # plain text: outputs never ping (see _approval.Answer.who)
 
 
 def _read_answer(response: Any) -> _Answer:

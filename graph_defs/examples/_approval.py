@@ -26,8 +26,12 @@ class Answer:
 
     @property
     def who(self) -> str:
-        """The decider as a Slack mention (``<@U123>``), or ``someone`` when unknown."""
-        return f"<@{self.user}>" if self.user else "someone"
+        """The decider's Slack id as plain text, or ``someone`` when unknown.
+
+        Not a ``<@U123>`` mention: the bot shows a graph's output as text that pings nobody
+        (whatever a model or a person put into it), so a mention would read as markup.
+        """
+        return self.user or "someone"
 
     @property
     def reason(self) -> str:

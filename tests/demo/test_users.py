@@ -107,6 +107,6 @@ async def test_the_requester_may_reject_a_payout_half_approved_and_nothing_is_pa
         await stack.slack.wait_for(lambda: session.ended, timeout=30, what="the payout to finish")
     said = " ".join(stream.getvalue().split())
     assert "Rejected by @you" in said and "after 1 of 2 approvals (@alice)" in said
-    # The graph's own words: a mention in them is text (it pings nobody), the bot's names @you.
-    assert "Payout not sent. Payout rejected by <@U0YOU>: wrong payee" in said
+    # The graph's own words name the decider by id (its output pings nobody); the bot's name @you.
+    assert "Payout not sent. Payout rejected by U0YOU: wrong payee" in said
     assert len(PAYOUTS) == paid

@@ -70,7 +70,7 @@ async def test_a_node_gate_rejection_leaves_one_info_line_and_no_error_in_the_lo
     assert " ERROR " not in log and "Traceback" not in log, log[-3000:]
     lines = [line for line in log.splitlines() if "its gate said no" in line]
     assert len(lines) == 1 and " INFO engine.execution: " in lines[0], lines
-    assert "node publish not run, its gate said no: sign-off refused by <@U0BOB>: legal has not read it" in lines[0]
+    assert "node publish not run, its gate said no: sign-off refused by U0BOB: legal has not read it" in lines[0]
 
 
 async def test_a_mention_and_a_broadcast_in_graph_output_stay_inert(
@@ -90,7 +90,7 @@ async def test_a_mention_and_a_broadcast_in_graph_output_stay_inert(
     done = await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the end")
 
     output = "\n".join(b["text"]["text"] for b in done["blocks"][1:] if b["type"] == "section")
-    assert "Approved by &lt;@U0BOB&gt; with operator instructions: tell &lt;!channel&gt; first" in output
+    assert "Approved by U0BOB with operator instructions: tell &lt;!channel&gt; first" in output
     assert str(done["text"]).startswith(":white_check_mark: *deploy* finished")
     assert "<!channel>" not in str(done) and "<@U0BOB>" not in output
 

@@ -328,8 +328,8 @@ def test_a_resume_without_the_answer_asks_again_with_the_same_id_and_does_not_re
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("contains customer emails", "Rejected by <@U9>: contains customer emails"),
-        (None, "Rejected by <@U9>: no reason given"),
+        ("contains customer emails", "Rejected by U9: contains customer emails"),
+        (None, "Rejected by U9: no reason given"),
     ],
 )
 def test_reject_gives_the_agent_an_error_instead_of_the_result(text: str | None, expected: str) -> None:
@@ -349,7 +349,7 @@ def test_reply_gives_the_result_plus_the_reviewers_words() -> None:
 
     [received] = tool_results(done)
     assert received["status"] == "success"
-    assert received["content"] == [{"text": "value of k1 #1"}, {"text": "Reviewer <@U2> says: the #1 is stale"}]
+    assert received["content"] == [{"text": "value of k1 #1"}, {"text": "Reviewer U2 says: the #1 is stale"}]
     assert CALLS == ["k1"]
 
 
@@ -453,7 +453,7 @@ def test_a_failing_tool_can_be_retried_and_rejected() -> None:
     assert again.reason["result"] == "RuntimeError: Error: backend down (try #2)" and CALLS == ["k1", "k1"]
 
     done, _ = resume(graph, factory, {again.id: answer("reject", "stop hammering it")})
-    assert tool_results(done)[0]["content"] == [{"text": "Rejected by <@U1>: stop hammering it"}]
+    assert tool_results(done)[0]["content"] == [{"text": "Rejected by U1: stop hammering it"}]
     assert AFTER_HOOK == [("error", None)]
     assert CALLS == ["k1", "k1"]
 
@@ -484,7 +484,7 @@ def test_a_run_after_the_review_is_settled_is_a_new_attempt_with_a_new_ask() -> 
     done, result = resume(graph, factory, {second.id: answer("reject", "not this either", "U7")})
     assert result.status == Status.COMPLETED
     [received] = tool_results(done)
-    assert received["content"] == [{"text": "Rejected by <@U7>: not this either"}]
+    assert received["content"] == [{"text": "Rejected by U7: not this either"}]
     assert "customer data" not in json.dumps(done.nodes["worker"].executor.messages)  # type: ignore[union-attr]
     assert CALLS == ["k1", "k1"]
     [(approved, error), (rejected, none)] = AFTER_HOOK  # hooks saw the approved error, then the rejection
@@ -517,7 +517,7 @@ def test_two_calls_in_one_turn_are_answered_one_at_a_time() -> None:
     assert result.status == Status.COMPLETED
     received = {r["toolUseId"]: r for r in tool_results(done)}
     assert received["tooluse_0_lookup"]["status"] == "success"
-    assert received["tooluse_0_lookup_1"]["content"] == [{"text": "Rejected by <@U1>: no"}]
+    assert received["tooluse_0_lookup_1"]["content"] == [{"text": "Rejected by U1: no"}]
     assert sorted(CALLS) == ["k1", "k2"]
     assert review_state(done) == settled("tooluse_0_lookup", "tooluse_0_lookup_1")
 
@@ -558,7 +558,7 @@ def test_incident_reject_keeps_the_logs_out_and_retry_queries_again() -> None:
 
     _, result = resume(graph, _incident_factory, {again.id: answer("reject", "has card numbers", "U5")})
     report = _report(result)
-    assert "withheld" in report and "Rejected by <@U5>: has card numbers" in report and "ERROR" not in report
+    assert "withheld" in report and "Rejected by U5: has card numbers" in report and "ERROR" not in report
     assert len(incident.QUERIES) == 2
 
 
