@@ -118,7 +118,7 @@ def test_the_readme_graph_runs_from_its_folder_and_ctrl_d_ends(folders: tuple[Pa
         demo.settle()
         demo.step("/graph run refunds A-1001", "card 1 ─")
         demo.step("as alice")  # whoever started a run may not approve it
-        assert "Refunded 25.0 on order A-1001, approved by @alice" in demo.step("approve 1", "refunds finished")
+        assert "Refunded 25.0 on order A-1001, approved by U0ALICE" in demo.step("approve 1", "refunds finished")
         status = demo.finish("\x04")
     finally:
         demo.kill()
