@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+import math
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -36,6 +39,7 @@ class StepStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     REJECTED = "rejected"  # a node gate said no: the graph stopped before that node
+    CANCELLED = "cancelled"  # the brake: someone cancelled the run, the pass stopped before a node
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +64,9 @@ class Step:
     trail: tuple[str, ...] = ()  # every node run so far, in order, over every pass
     nodes: tuple[NodeProgress, ...] = ()  # every node's progress after this pass (when followed)
     status_message: MessageRef | None = None  # the run's status message, once the live view posted it
+    unawaited: tuple[str, ...] = ()  # answered interrupt ids the graph no longer waited for (not sent)
+    stopped_before: str | None = None  # CANCELLED: the node the brake stopped the pass before
+    cancelled_by: str | None = None  # CANCELLED: who cancelled, as the brake read it
 
 
 def response_entries(responses: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
@@ -83,6 +90,7 @@ async def run_pass(
     stale: Sequence[str] = (),
     about: str = "graph pass",
     watch: Callable[[dict[str, Any]], None] | None = None,
+    brake: Brake | None = None,
 ) -> Step:
     """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``.
 
@@ -90,9 +98,73 @@ async def run_pass(
     as a failed step, so a broken run is reported once instead of retried forever.
     ``about`` names the pass in the log (``run <id> (graph <name>)``): a failure is logged
     once, as one line with its traceback, and a node gate's rejection as one INFO line.
+    ``brake`` looks for a cancel before each node and stops the pass there (``CANCELLED``).
+    Answers for interrupts the restored graph no longer waits for are left out (Strands
+    would fail the whole pass on them) and named in ``Step.unawaited``.
     """
-    step = await _step(graph, task, snapshot, responses, stale, about, watch)
-    return replace(step, trail=_trail(graph))
+    seen: dict[str, Any] = {}
+    step = await _step(graph, task, snapshot, responses, stale, about, watch, brake, seen)
+    return replace(step, trail=_trail(graph), unawaited=tuple(seen.get("unawaited", ())))
+
+
+def _cancel_check_from_environment() -> float:
+    """``CANCEL_CHECK_SECONDS``, or the default for a value that is not a number >= 0."""
+    try:
+        value = float(os.environ.get("CANCEL_CHECK_SECONDS") or DEFAULT_CANCEL_CHECK_SECONDS)
+    except ValueError:
+        return DEFAULT_CANCEL_CHECK_SECONDS
+    return value if 0 <= value < math.inf else DEFAULT_CANCEL_CHECK_SECONDS
+
+
+# The brake reads the store at most this often during a pass (0: before every node but
+# the first). Tests set ``CANCEL_CHECK_SECONDS=0``; a node that starts within this long of
+# the last look runs even if a cancel landed meanwhile, a longer one never starts.
+DEFAULT_CANCEL_CHECK_SECONDS = 1.0
+CANCEL_CHECK_SECONDS = _cancel_check_from_environment()
+
+
+@dataclass(kw_only=True)
+class Brake:
+    """The emergency brake of one pass: before each node, is the run cancelled?
+
+    A look costs a store read, so the first node of a pass is never looked for (the
+    claim or the start just read or wrote the record, mark included), and later nodes
+    at most once every ``every`` seconds. ``look`` returns who cancelled, or None.
+    """
+
+    look: Callable[[], Awaitable[str | None]]
+    every: float = CANCEL_CHECK_SECONDS
+    clock: Callable[[], float] = time.monotonic
+    by: str | None = None  # who cancelled, once a look found the mark
+    before: str | None = None  # the node the pass stopped before
+    looks: int = 0  # store reads made
+    _nodes: int = 0
+    _last: float | None = None
+
+    async def stops(self, node_id: str) -> bool:
+        """Whether the pass must stop before ``node_id``."""
+        self._nodes += 1
+        now = self.clock()
+        if self._last is None:
+            self._last = now
+        if self.by is None and self._nodes > 1 and now - self._last >= self.every:
+            self._last, self.looks = now, self.looks + 1
+            try:
+                self.by = await self.look()
+            except Exception:  # an unreadable store stops nothing: the save still finds the mark
+                logger.warning("the cancel check before node %s could not read the run", node_id, exc_info=True)
+        if self.by is not None and self.before is None:
+            self.before = node_id
+        return self.by is not None
+
+    def install(self, graph: Graph) -> None:
+        from strands.hooks import BeforeNodeCallEvent
+
+        async def before_node(event: BeforeNodeCallEvent) -> None:
+            if await self.stops(event.node_id):
+                event.cancel_node = f"the run was cancelled by {self.by}"
+
+        graph.hooks.add_callback(BeforeNodeCallEvent, before_node)
 
 
 def _trail(graph: Graph) -> tuple[str, ...]:
@@ -108,14 +180,16 @@ async def _step(
     stale: Sequence[str],
     about: str,
     watch: Callable[[dict[str, Any]], None] | None,
+    brake: Brake | None,
+    seen: dict[str, Any],
 ) -> Step:
-    """``run_pass`` without the trail (see there)."""
+    """``run_pass`` without the trail (see there); what it left out goes in ``seen``."""
     from strands.multiagent.base import Status
 
     try:
         # Checks Strands' internals, then keeps a gate's "no" out of Strands' error log.
         from engine.graph_logs import tracebacks_logged
-        from engine.strands_internals import NODE_CANCEL_EVENT, NODE_INTERRUPT_EVENT
+        from engine.strands_internals import NODE_CANCEL_EVENT, NODE_INTERRUPT_EVENT, awaited_interrupts
     except Exception as error:  # StrandsSurfaceChanged: nothing runs unguarded
         logger.error("%s failed: %s", about, error)
         return Step(status=StepStatus.FAILED, snapshot=None, error=failure_text(node_id=None, error=error))
@@ -126,9 +200,15 @@ async def _step(
     with tracebacks_logged() as logged:
         try:
             prepare(graph)
+            if brake is not None:
+                brake.install(graph)
             if snapshot is not None:
                 # Decoding megabytes of state would hold up every ack on this process's loop.
                 await in_thread(restore_state, graph, snapshot)
+                awaited = awaited_interrupts(graph)
+                if awaited is not None:
+                    seen["unawaited"] = [i for i, _ in responses if i not in awaited]
+                    responses = [(i, r) for i, r in responses if i in awaited]
                 graph_input: Any = response_entries(responses)
             else:
                 graph_input = task or ""
@@ -143,6 +223,9 @@ async def _step(
                 if watch is not None:
                     _watched(watch, event)
         except Exception as error:  # graph code failed: report it, never crash the bot
+            if brake is not None and brake.by is not None and isinstance(error, RuntimeError):
+                logger.info("%s: cancelled by %s; stopped before node %s", about, brake.by, brake.before)
+                return _braked(brake)
             state = await _try_dump(graph)
             node_id = next((n for n, m in cancelled.items() if m == str(error)), None)
             if node_id is not None and isinstance(error, RuntimeError):
@@ -155,6 +238,9 @@ async def _step(
             logger.warning("%s failed: %s", about, _first_line(text), exc_info=trace)
             return Step(status=StepStatus.FAILED, snapshot=state, error=text)
 
+    if brake is not None and brake.by is not None:  # a node stopped without failing the graph
+        logger.info("%s: cancelled by %s; stopped before node %s", about, brake.by, brake.before)
+        return _braked(brake)
     if result is None:
         logger.warning("%s failed: the graph produced no result", about)
         return Step(status=StepStatus.FAILED, snapshot=None, error="the graph produced no result")
@@ -165,6 +251,10 @@ async def _step(
     failure = _failure_of(result)
     logger.warning("%s failed: %s", about, _first_line(failure))
     return Step(status=StepStatus.FAILED, snapshot=await _try_dump(graph), error=failure)
+
+
+def _braked(brake: Brake) -> Step:
+    return Step(status=StepStatus.CANCELLED, snapshot=None, stopped_before=brake.before, cancelled_by=brake.by)
 
 
 def _watched(watch: Callable[[dict[str, Any]], None], event: dict[str, Any]) -> None:

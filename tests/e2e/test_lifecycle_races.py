@@ -1,0 +1,76 @@
+"""The run lifecycle under races: two processes approving a run's parallel asks at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from engine.records import AskStatus, RunStatus
+from localslack import LocalSlack
+from tests.e2e.conftest import CHANNEL, Backend, StartBot, all_text, cards, eventually
+
+ROUNDS = 4
+
+
+async def test_parallel_approvals_on_two_processes_are_both_used(
+    start_bot: StartBot, dynamodb_backend: Backend, local_slack: LocalSlack, user_for, markers_file: Path
+) -> None:
+    """Both asks of one run approved within milliseconds, each on its own process: the run
+    always finishes with both approvals used, never stuck waiting with no open ask."""
+    first = await start_bot(backend=dynamodb_backend)
+    second = await start_bot(backend=dynamodb_backend)
+    alice, bob = user_for(first), user_for(second)
+    store = dynamodb_backend.open_store()
+    for round_ in range(ROUNDS):
+        seen = len(cards(local_slack))
+        await alice.slash_command(text=f"run two-asks r{round_}", user_id="U0ALICE", channel_id=CHANNEL)
+        pair = await local_slack.wait_for(
+            lambda seen=seen: cards(local_slack)[seen:] if len(cards(local_slack)) == seen + 2 else None,  # type: ignore[misc]
+            timeout=30,
+            what=f"round {round_}: two cards",
+        )
+        left = next(c for c in pair if f"left:r{round_}" in str(c["blocks"]))
+        right = next(c for c in pair if f"right:r{round_}" in str(c["blocks"]))
+        await asyncio.gather(
+            alice.click(message=left, label="Approve", user_id="U0BOB", channel_id=CHANNEL),
+            bob.click(message=right, label="Approve", user_id="U0CAROL", channel_id=CHANNEL),
+        )
+        run_id = _run_id(left)
+
+        def settled(run_id: str = run_id) -> bool:
+            run = store.load(run_id)
+            return run is not None and (run.status.terminal or (run.status is RunStatus.WAITING and _stuck(run)))
+
+        await eventually(settled, timeout=30, what=f"round {round_}: the run to finish")
+        run = store.load(run_id)
+        assert run is not None
+        assert run.status is RunStatus.COMPLETED, (round_, run.status, {k: a.status for k, a in run.asks.items()})
+        assert sorted(a.status for a in run.asks.values()) == [AskStatus.CONSUMED, AskStatus.CONSUMED]
+        written = markers_file.read_text().splitlines()
+        assert sorted(w for w in written if w.endswith(f":r{round_}")) == [f"left:r{round_}", f"right:r{round_}"]
+        done = await local_slack.wait_for(
+            lambda run_id=run_id: _final_of(local_slack, run_id), timeout=30, what="the result"
+        )
+        assert "summary: both sides finished" in all_text(done)
+
+
+def _stuck(run) -> bool:  # type: ignore[no-untyped-def]
+    """Waiting with nothing anyone could answer or pick up: what must never be."""
+    return not run.pending_asks() and not run.decided_asks()
+
+
+def _run_id(card: dict) -> str:  # type: ignore[type-arg]
+    for block in card.get("blocks") or []:
+        for element in block.get("elements") or []:
+            if element.get("value"):
+                return str(json.loads(element["value"])["r"])
+    raise AssertionError(f"no run id on {card}")
+
+
+def _final_of(slack: LocalSlack, run_id: str) -> dict | None:  # type: ignore[type-arg]
+    for message in slack.messages(CHANNEL):
+        payload = (message.get("metadata") or {}).get("event_payload") or {}
+        if payload.get("what") == "final" and payload.get("run_id") == run_id:
+            return message
+    return None
