@@ -74,3 +74,40 @@ def _final_of(slack: LocalSlack, run_id: str) -> dict | None:  # type: ignore[ty
         if payload.get("what") == "final" and payload.get("run_id") == run_id:
             return message
     return None
+
+
+async def test_a_cancel_stops_a_running_pass_before_its_next_node(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for, markers_file: Path
+) -> None:
+    """Cancelled while an approved tool runs: the next node never runs, the run ends
+    cancelled (not completed), the thread says so, and the canceller is told what ran."""
+    slow = {"APPROVAL_BOT_TEST_SLOW_SECONDS": "2", "CANCEL_CHECK_SECONDS": "0"}
+    bot = await start_bot(backend=backend, extra_env=slow)
+    user = user_for(bot)
+    await user.slash_command(text="run write-then-next t", user_id="U0ALICE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="a card")
+    run_id = _run_id(card)
+    await user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
+    started = Path(str(markers_file) + ".approval_bot_test_started")
+    await eventually(started.exists, what="the approved tool to start")
+
+    await user.slash_command(text=f"cancel {run_id}", user_id="U0ALICE", channel_id=CHANNEL)
+    told = await local_slack.wait_for(lambda: local_slack.ephemerals("U0ALICE"), timeout=30, what="the answer")
+    assert "before its next node" in told[0]["text"], told[0]["text"]
+
+    done = await local_slack.wait_for(lambda: _final_of(local_slack, run_id), timeout=30, what="the end")
+    store = backend.open_store()
+    run = store.load(run_id)
+    assert run is not None and run.status is RunStatus.CANCELLED, run
+    assert run.cancelled_by == "U0ALICE"
+    assert markers_file.read_text().splitlines() == ["writer:t"], "the node after the cancel never ran"
+    said = all_text(done)
+    assert "cancelled" in said and "<@U0ALICE>" in said, said
+    assert "writer" in said and "stopped before node next" in said, said
+
+    await user.slash_command(text=f"cancel {run_id}", user_id="U0ALICE", channel_id=CHANNEL)
+    after = await local_slack.wait_for(
+        lambda: local_slack.ephemerals("U0ALICE")[1:], timeout=30, what="the answer once it ended"
+    )
+    assert "cancelled" in after[0]["text"] and "writer" in after[0]["text"], after[0]["text"]
+    assert "stopped before node next" in after[0]["text"], after[0]["text"]
