@@ -17,6 +17,7 @@ Runs::
     resuming ──cancel─▶ cancelled
     running | resuming ──takeover──▶ running | resuming   (its holder's lease expired)
     running | resuming ──fallback──▶ failed  (a save that cannot land; an announcement refused)
+    waiting  ──fallback──▶ failed            (a run left with nothing to answer: ``engine.invariants``)
 
 Asks::
 
@@ -46,10 +47,10 @@ class Cause(StrEnum):
 
     PASS = "pass"  # a graph pass, saved by its holder (also a refresh that runs nothing)
     CLICK = "click"  # a person's decision, or the claim that comes with it
-    SWEEPER = "sweeper"  # the sweeper: an expiry (a decision by nobody), a pickup of a decision
+    SWEEPER = "sweeper"  # an expiry (a decision by nobody); a pickup of a recorded decision by any process
     CANCEL = "cancel"  # /graph cancel: at once, at the brake, or at the holder's save
     TAKEOVER = "takeover"  # a process takes a run whose holder's lease expired
-    FALLBACK = "fallback"  # a save that cannot land, or an announcement Slack refused
+    FALLBACK = "fallback"  # a save that cannot land, an announcement Slack refused, a stranded run's repair
 
 
 class IllegalTransition(ValueError):
@@ -65,6 +66,7 @@ RUN_TRANSITIONS: dict[tuple[RunStatus, RunStatus], frozenset[Cause]] = {
     (R.RUNNING, R.FAILED): frozenset({C.PASS, C.FALLBACK}),
     (R.RESUMING, R.FAILED): frozenset({C.PASS, C.FALLBACK}),
     (R.WAITING, R.RESUMING): frozenset({C.CLICK, C.SWEEPER}),
+    (R.WAITING, R.FAILED): frozenset({C.FALLBACK}),  # the invariants' repair of a stranded run
     (R.RUNNING, R.CANCELLED): frozenset({C.CANCEL}),
     (R.RESUMING, R.CANCELLED): frozenset({C.CANCEL}),
     (R.WAITING, R.CANCELLED): frozenset({C.CANCEL}),

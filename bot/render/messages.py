@@ -144,7 +144,7 @@ def run_cancelled(*, run: Run) -> Rendered:
     head = f":no_entry_sign: *{short(run.graph)}* was cancelled{by}"
     ran = f"What ran: {short(what_ran(run), 600)}."
     body = SectionBlock(text=MarkdownTextObject(text=f"{head}\n{ran}"))
-    return build(text=f"{head}. {ran}", blocks=[body, _run_context(run)])
+    return build(text=head, blocks=[body, _run_context(run)])
 
 
 _NOTICE_LIMIT = 2000
