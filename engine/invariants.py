@@ -25,7 +25,7 @@ import os
 from dataclasses import replace
 
 from engine.records import AskStatus, Closed, Run, RunStatus
-from engine.transitions import closed_for
+from engine.transitions import Cause, ask_to, closed_for
 
 logger = logging.getLogger(__name__)
 
@@ -92,10 +92,11 @@ def repaired(run: Run, *, now: float) -> Run:
     run = run.evolve(asks=asks)
     if run.status.terminal:
         why = closed_for(run.status)
+        cause = {RunStatus.CANCELLED: Cause.CANCEL, RunStatus.FAILED: Cause.FALLBACK}.get(run.status, Cause.PASS)
         open_ = (AskStatus.PENDING, AskStatus.DECIDED)
         return run.evolve(
             asks={
-                k: replace(a, status=AskStatus.OBSOLETE, closed=why) if a.status in open_ else a
+                k: ask_to(a, AskStatus.OBSOLETE, cause=cause, closed=why) if a.status in open_ else a
                 for k, a in run.asks.items()
             }
         )
