@@ -149,9 +149,10 @@ def cancel_text(run_id: str, cancelled: Cancelled) -> str:
         case CancelOutcome.CANCELLED:
             return f"Cancelled {run}; its open cards now say so.{ran}"
         case CancelOutcome.STOPPING:
+            so_far = f" So far: {short(cancelled.ran, 600)}." if cancelled.ran else ""
             return (
                 f"Cancelling {run}: it is stopping before its next node (a node already running"
-                f" finishes first); its thread will say what ran.{ran}"
+                f" finishes first); its thread will say what ran.{so_far}"
             )
         case CancelOutcome.ALREADY:
             return f"Someone already asked to cancel {run}; it is stopping.{ran}"

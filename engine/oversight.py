@@ -57,18 +57,22 @@ class Cancelled:
 def what_ran(run: Run) -> str:
     """What ``run`` did before it was stopped (or so far), in words, from its record.
 
-    The nodes that ran (its trail) and the answers the graph received; when the brake
-    stopped a pass, the node it stopped before (from the audit trail's ``cancelled`` event).
+    The nodes that finished (its trail), the answers the graph received, those a pass
+    running now received (what they approved may be running), and, when the brake
+    stopped a pass, the node it stopped before (the audit trail's ``cancelled`` event).
     """
-    nodes = ", ".join(dict.fromkeys(run.trail)) or "no node"
+    nodes = ", ".join(dict.fromkeys(run.trail))
+    said = [f"nodes finished: {nodes}" if nodes else "no node finished"]
     used = [a.name for a in run.asks.values() if a.status is AskStatus.CONSUMED and a.decision is not None]
-    said = f"nodes run: {nodes}"
     if used:
-        said += f"; answers the graph received: {', '.join(used)}"
+        said.append(f"answers the graph received: {', '.join(used)}")
+    sending = [a.name for a in run.decided_asks()] if run.status.leased else []
+    if sending:
+        said.append(f"the pass running now received {', '.join(sending)} (what they approved may be running)")
     stop = next((e for e in reversed(run.audit) if e.kind == "cancelled" and e.text), None)
     if stop is not None and stop.text is not None and stop.text.startswith("stopped before"):
-        said += f"; {stop.text.split(';', 1)[0]}"
-    return said
+        said.append(stop.text.split(";", 1)[0])
+    return "; ".join(said)
 
 
 async def groups_of(directory: Directory | None, user: str, ids: Iterable[str]) -> frozenset[str]:

@@ -142,7 +142,7 @@ def run_cancelled(*, run: Run) -> Rendered:
     """A short notice naming who cancelled; cancellation has no payload to show."""
     by = f" by {mention(run.cancelled_by)}" if run.cancelled_by else ""
     head = f":no_entry_sign: *{short(run.graph)}* was cancelled{by}"
-    ran = f"What ran: {short(what_ran(run), 600)}."
+    ran = f"Before it stopped: {short(what_ran(run), 600)}."
     body = SectionBlock(text=MarkdownTextObject(text=f"{head}\n{ran}"))
     return build(text=head, blocks=[body, _run_context(run)])
 

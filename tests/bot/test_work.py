@@ -203,8 +203,8 @@ def make_ask(**changes: Any) -> Ask:
         (Cancelled(outcome=CancelOutcome.ALREADY), "already asked to cancel"),
         (Cancelled(outcome=CancelOutcome.FINISHED, status="completed"), "already finished (`completed`)"),
         (
-            Cancelled(outcome=CancelOutcome.FINISHED, status="cancelled", ran="nodes run: <!here>"),
-            "ran: nodes run: &lt;",
+            Cancelled(outcome=CancelOutcome.FINISHED, status="cancelled", ran="nodes finished: <!here>"),
+            "What ran: nodes finished: &lt;!here&gt;.",
         ),
         (Cancelled(outcome=CancelOutcome.UNKNOWN), "I don't know a run `abcdefghijklmnop`"),
         (

@@ -94,6 +94,7 @@ async def test_a_cancel_stops_a_running_pass_before_its_next_node(
     await user.slash_command(text=f"cancel {run_id}", user_id="U0ALICE", channel_id=CHANNEL)
     told = await local_slack.wait_for(lambda: local_slack.ephemerals("U0ALICE"), timeout=30, what="the answer")
     assert "before its next node" in told[0]["text"], told[0]["text"]
+    assert "the pass running now received approve_write_writer" in told[0]["text"], told[0]["text"]
 
     done = await local_slack.wait_for(lambda: _final_of(local_slack, run_id), timeout=30, what="the end")
     store = backend.open_store()
@@ -103,11 +104,11 @@ async def test_a_cancel_stops_a_running_pass_before_its_next_node(
     assert markers_file.read_text().splitlines() == ["writer:t"], "the node after the cancel never ran"
     said = all_text(done)
     assert "cancelled" in said and "<@U0ALICE>" in said, said
-    assert "writer" in said and "stopped before node next" in said, said
+    assert "nodes finished: writer;" in said and "stopped before node next" in said, said
 
     await user.slash_command(text=f"cancel {run_id}", user_id="U0ALICE", channel_id=CHANNEL)
     after = await local_slack.wait_for(
         lambda: local_slack.ephemerals("U0ALICE")[1:], timeout=30, what="the answer once it ended"
     )
-    assert "cancelled" in after[0]["text"] and "writer" in after[0]["text"], after[0]["text"]
+    assert "cancelled" in after[0]["text"] and "nodes finished: writer;" in after[0]["text"], after[0]["text"]
     assert "stopped before node next" in after[0]["text"], after[0]["text"]

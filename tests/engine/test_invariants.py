@@ -8,6 +8,7 @@ import pytest
 
 from engine.execution import Brake, Step, StepStatus
 from engine.invariants import STRANDED_ERROR, InvariantBroken, enforced, lost_decisions, repaired, violations
+from engine.oversight import what_ran
 from engine.records import Ask, AskStatus, Closed, Decision, MessageRef, Run, RunStatus, Verdict
 from engine.settle import merge_concurrent_decisions, settle
 
@@ -160,6 +161,17 @@ def test_a_braked_pass_ends_the_run_cancelled_with_what_ran() -> None:
     assert run.asks["b"].closed is Closed.CANCELLED and run.asks["a"].status is AskStatus.CONSUMED
     assert run.audit[-1].kind == "cancelled" and run.audit[-1].text == "stopped before node next; ran: a"
     assert violations(run) == []
+    assert (
+        what_ran(run.evolve(trail=("a",)))
+        == "nodes finished: a; answers the graph received: n-a; stopped before node next"
+    )
+
+
+def test_what_a_held_run_is_doing_is_told() -> None:
+    assert (
+        what_ran(_claimed())
+        == "no node finished; the pass running now received n-a (what they approved may be running)"
+    )
 
 
 # -- the brake ------------------------------------------------------------------------------------
