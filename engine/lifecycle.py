@@ -29,10 +29,11 @@ from typing import Any, ParamSpec, TypeVar, cast
 from engine import audit
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
+from engine.brake import Brake
 from engine.crash import crash_point
 from engine.deadlines import expired_asks, expiry_decision, with_notices
 from engine.delivery import Courier
-from engine.execution import Brake, Raised, Step, StepStatus, progress_watcher, run_pass
+from engine.execution import Raised, Step, StepStatus, progress_watcher, run_pass
 from engine.ids import default_owner, new_run_id
 from engine.invariants import enforced, violations
 from engine.lease import heartbeat, new_token

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from engine.execution import Brake, Step, StepStatus
+from engine.brake import Brake
+from engine.execution import Step, StepStatus
 from engine.invariants import STRANDED_ERROR, InvariantBroken, enforced, lost_decisions, repaired, violations
 from engine.oversight import what_ran
 from engine.records import Ask, AskStatus, Closed, Decision, MessageRef, Run, RunStatus, Verdict
