@@ -203,3 +203,30 @@ async def test_an_unreadable_store_stops_nothing() -> None:
     brake = Brake(look=look, every=0.0)
     assert not await brake.stops("first")
     assert not await brake.stops("second") and brake.looks == 1
+
+
+# -- the sweeper's look at the invariants ------------------------------------------------------
+
+
+async def test_the_sweeper_repairs_a_broken_record_it_finds(
+    make_engine, store, publisher, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A run that ended with a live card (say, saved by an older version): its card is
+    closed and the record repaired; with strict invariants the sweep refuses it instead."""
+    engine = make_engine()
+    run = await engine.start(graph="guarded-write", task="t", user="U0A", channel="C1")
+    assert run.status is RunStatus.WAITING
+    broken = run.evolve(status=RunStatus.COMPLETED, final=None, snapshot=None, state_ref=None)
+    store.save(broken, expected_version=run.version)
+
+    monkeypatch.setenv("APPROVAL_BOT_STRICT_INVARIANTS", "1")
+    with pytest.raises(InvariantBroken, match="completed with open asks"):
+        await engine.sweep_run(run.run_id)
+
+    monkeypatch.setenv("APPROVAL_BOT_STRICT_INVARIANTS", "0")
+    swept = await engine.sweep_run(run.run_id)
+    assert swept is not None and violations(swept) == []
+    (ask,) = swept.asks.values()
+    assert (ask.status, ask.closed) == (AskStatus.OBSOLETE, Closed.MOVED_ON)
+    assert publisher.of("changed") == [("changed", run.run_id, f"{ask.key}:closed:moved_on")]
+    assert publisher.of("finished") == [("finished", run.run_id, "completed")]
