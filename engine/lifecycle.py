@@ -118,7 +118,6 @@ class RunEngine:
         self._progress = cast("ProgressPublisher", publisher) if progress else None
         # How often a pass may read the store for a cancel (None: ``CANCEL_CHECK_SECONDS``).
         self._cancel_check = cancel_check_seconds
-        self.cancel_looks = 0  # store reads the brake made (the cost of the cancel check)
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
@@ -466,7 +465,6 @@ class RunEngine:
         """The cancel check of one pass: a read of the run's cancel mark, when a node is due one."""
 
         async def look() -> str | None:
-            self.cancel_looks += 1
             fresh = await self._io(self._store.load, run_id, snapshot=False)
             return fresh.cancelled_by if fresh is not None else None
 
