@@ -15,7 +15,7 @@ from bot.render import messages
 from bot.render.audit import audit_trail, who_may
 from bot.render.home import pending_list
 from bot.render.listings import MAX_RUNS, run_list, run_status
-from bot.render.mrkdwn import Rendered, inline_code, mention
+from bot.render.mrkdwn import Rendered, inline_code, mention, short
 from bot.services import Services
 from bot.work import (
     CancelRun,
@@ -144,16 +144,21 @@ def _delivered_again(result: DecideResult, decision: Decision) -> bool:
 def cancel_text(run_id: str, cancelled: Cancelled) -> str:
     """One line per outcome of ``/graph cancel``."""
     run = f"run {inline_code(run_id)}"
+    ran = f" What ran: {short(cancelled.ran, 600)}." if cancelled.ran else ""
     match cancelled.outcome:
         case CancelOutcome.CANCELLED:
-            return f"Cancelled {run}; its open cards now say so."
+            return f"Cancelled {run}; its open cards now say so.{ran}"
         case CancelOutcome.STOPPING:
-            return f"Cancelling {run}: the running step stops at its next save."
+            so_far = f" So far: {short(cancelled.ran, 600)}." if cancelled.ran else ""
+            return (
+                f"Cancelling {run}: it is stopping before its next node (a node already running"
+                f" finishes first); its thread will say what ran.{so_far}"
+            )
         case CancelOutcome.ALREADY:
-            return f"Someone already asked to cancel {run}; it is stopping."
+            return f"Someone already asked to cancel {run}; it is stopping.{ran}"
         case CancelOutcome.FINISHED:
             status = f" ({inline_code(cancelled.status, 40)})" if cancelled.status else ""
-            return f"Nothing to cancel: {run} has already finished{status}."
+            return f"Nothing to cancel: {run} has already finished{status}.{ran}"
         case CancelOutcome.BUSY:
             return f"{run} kept changing while I tried to cancel it; nothing was cancelled. Try again."
         case CancelOutcome.NOT_ALLOWED:

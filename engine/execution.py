@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from engine.brake import Brake
 from engine.outcome import failure_text
 from engine.prepare import STALE_ANSWERS, agents_under, edited_input, prepare
 from engine.progress import NodeProgress, NodeState, Tracker
@@ -36,6 +37,7 @@ class StepStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     REJECTED = "rejected"  # a node gate said no: the graph stopped before that node
+    CANCELLED = "cancelled"  # the brake: someone cancelled the run, the pass stopped before a node
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +62,9 @@ class Step:
     trail: tuple[str, ...] = ()  # every node run so far, in order, over every pass
     nodes: tuple[NodeProgress, ...] = ()  # every node's progress after this pass (when followed)
     status_message: MessageRef | None = None  # the run's status message, once the live view posted it
+    unawaited: tuple[str, ...] = ()  # answered interrupt ids the graph no longer waited for (not sent)
+    stopped_before: str | None = None  # CANCELLED: the node the brake stopped the pass before
+    cancelled_by: str | None = None  # CANCELLED: who cancelled, as the brake read it
 
 
 def response_entries(responses: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
@@ -83,6 +88,7 @@ async def run_pass(
     stale: Sequence[str] = (),
     about: str = "graph pass",
     watch: Callable[[dict[str, Any]], None] | None = None,
+    brake: Brake | None = None,
 ) -> Step:
     """Run ``graph`` fresh on ``task``, or restore ``snapshot`` and resume it with ``responses``.
 
@@ -90,9 +96,13 @@ async def run_pass(
     as a failed step, so a broken run is reported once instead of retried forever.
     ``about`` names the pass in the log (``run <id> (graph <name>)``): a failure is logged
     once, as one line with its traceback, and a node gate's rejection as one INFO line.
+    ``brake`` looks for a cancel before each node and stops the pass there (``CANCELLED``).
+    Answers for interrupts the restored graph no longer waits for are left out (Strands
+    would fail the whole pass on them) and named in ``Step.unawaited``.
     """
-    step = await _step(graph, task, snapshot, responses, stale, about, watch)
-    return replace(step, trail=_trail(graph))
+    seen: dict[str, Any] = {}
+    step = await _step(graph, task, snapshot, responses, stale, about, watch, brake, seen)
+    return replace(step, trail=_trail(graph), unawaited=tuple(seen.get("unawaited", ())))
 
 
 def _trail(graph: Graph) -> tuple[str, ...]:
@@ -108,14 +118,16 @@ async def _step(
     stale: Sequence[str],
     about: str,
     watch: Callable[[dict[str, Any]], None] | None,
+    brake: Brake | None,
+    seen: dict[str, Any],
 ) -> Step:
-    """``run_pass`` without the trail (see there)."""
+    """``run_pass`` without the trail (see there); what it left out goes in ``seen``."""
     from strands.multiagent.base import Status
 
     try:
         # Checks Strands' internals, then keeps a gate's "no" out of Strands' error log.
         from engine.graph_logs import tracebacks_logged
-        from engine.strands_internals import NODE_CANCEL_EVENT, NODE_INTERRUPT_EVENT
+        from engine.strands_internals import NODE_CANCEL_EVENT, NODE_INTERRUPT_EVENT, awaited_interrupts
     except Exception as error:  # StrandsSurfaceChanged: nothing runs unguarded
         logger.error("%s failed: %s", about, error)
         return Step(status=StepStatus.FAILED, snapshot=None, error=failure_text(node_id=None, error=error))
@@ -126,9 +138,15 @@ async def _step(
     with tracebacks_logged() as logged:
         try:
             prepare(graph)
+            if brake is not None:
+                brake.install(graph)
             if snapshot is not None:
                 # Decoding megabytes of state would hold up every ack on this process's loop.
                 await in_thread(restore_state, graph, snapshot)
+                awaited = awaited_interrupts(graph)
+                if awaited is not None:
+                    seen["unawaited"] = [i for i, _ in responses if i not in awaited]
+                    responses = [(i, r) for i, r in responses if i in awaited]
                 graph_input: Any = response_entries(responses)
             else:
                 graph_input = task or ""
@@ -143,6 +161,9 @@ async def _step(
                 if watch is not None:
                     _watched(watch, event)
         except Exception as error:  # graph code failed: report it, never crash the bot
+            if brake is not None and brake.by is not None and isinstance(error, RuntimeError):
+                logger.info("%s: cancelled by %s; stopped before node %s", about, brake.by, brake.before)
+                return _braked(brake)
             state = await _try_dump(graph)
             node_id = next((n for n, m in cancelled.items() if m == str(error)), None)
             if node_id is not None and isinstance(error, RuntimeError):
@@ -155,6 +176,9 @@ async def _step(
             logger.warning("%s failed: %s", about, _first_line(text), exc_info=trace)
             return Step(status=StepStatus.FAILED, snapshot=state, error=text)
 
+    if brake is not None and brake.by is not None:  # a node stopped without failing the graph
+        logger.info("%s: cancelled by %s; stopped before node %s", about, brake.by, brake.before)
+        return _braked(brake)
     if result is None:
         logger.warning("%s failed: the graph produced no result", about)
         return Step(status=StepStatus.FAILED, snapshot=None, error="the graph produced no result")
@@ -165,6 +189,10 @@ async def _step(
     failure = _failure_of(result)
     logger.warning("%s failed: %s", about, _first_line(failure))
     return Step(status=StepStatus.FAILED, snapshot=await _try_dump(graph), error=failure)
+
+
+def _braked(brake: Brake) -> Step:
+    return Step(status=StepStatus.CANCELLED, snapshot=None, stopped_before=brake.before, cancelled_by=brake.by)
 
 
 def _watched(watch: Callable[[dict[str, Any]], None], event: dict[str, Any]) -> None:

@@ -29,11 +29,13 @@ from typing import Any, ParamSpec, TypeVar, cast
 from engine import audit
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
+from engine.brake import Brake
 from engine.crash import crash_point
 from engine.deadlines import expired_asks, expiry_decision, with_notices
 from engine.delivery import Courier
 from engine.execution import Raised, Step, StepStatus, progress_watcher, run_pass
 from engine.ids import default_owner, new_run_id
+from engine.invariants import enforced, violations
 from engine.lease import heartbeat, new_token
 from engine.oversight import Cancelled, Oversight, groups_of
 from engine.policy import DEFAULT_EXPIRES_AFTER, AskRules, Directory, Policy, may_start
@@ -60,6 +62,7 @@ from engine.store import (
     VersionConflict,
 )
 from engine.threads import in_thread
+from engine.transitions import Cause, run_to
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +88,7 @@ class RunEngine:
         default_expires_after: float = DEFAULT_EXPIRES_AFTER,
         retention_seconds: float | None = None,
         progress: bool = False,
+        cancel_check_seconds: float | None = None,
     ) -> None:
         self._store = store
         self._graphs = graphs
@@ -112,6 +116,8 @@ class RunEngine:
         self._purged_at = -math.inf
         # Live progress needs a publisher that can show it (``ports.ProgressPublisher``).
         self._progress = cast("ProgressPublisher", publisher) if progress else None
+        # How often a pass may read the store for a cancel (None: ``CANCEL_CHECK_SECONDS``).
+        self._cancel_check = cancel_check_seconds
 
     async def _io(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
@@ -238,7 +244,8 @@ class RunEngine:
                 run = await self._io(self._store.load, run.run_id, snapshot=False)
                 continue
             refresh = run.status is RunStatus.WAITING and not run.decided_asks()
-            claimed = run.evolve(version=version, status=status, lease_owner=token, lease_until=lease_until)
+            cause = Cause.TAKEOVER if run.status.leased else Cause.SWEEPER
+            claimed = run_to(run, status, cause=cause, version=version, lease_owner=token, lease_until=lease_until)
             run = await self._hold(claimed, refresh_only=refresh)
         logger.warning("run %s: still has work after %d rounds; the sweeper will go on", run_id, MAX_ROUNDS)
         return run
@@ -284,6 +291,8 @@ class RunEngine:
         run someone holds is left alone, and every change is a conditional write.
         """
         run = await self._io(self._store.load, run_id, snapshot=False)
+        if run is not None and not run.status.leased:
+            run = await self._sound(run)
         if run is not None and run.status is RunStatus.WAITING and run.lease_owner is None:
             run = await self._deadlines(run)
         if run is not None and self._claimable_as(run) is not None:
@@ -297,6 +306,22 @@ class RunEngine:
             with self._work():
                 return await self._courier.deliver(run, sweeping=True)
         return run
+
+    async def _sound(self, run: Run) -> Run | None:
+        """The sweeper's look at the lifecycle's invariants (``engine.invariants``): a record
+        that breaks one is repaired (or, in strict mode, raises), saved at the version read,
+        and what the repair owes Slack (closed cards, the final message) is delivered."""
+        if not violations(run):
+            return run
+        fixed = enforced(run, now=self._clock(), where="a sweep")
+        try:
+            fixed = fixed.evolve(updated_at=self._clock())
+            saved = await self._io(self._store.save, fixed, expected_version=run.version)
+        except VersionConflict:  # changed meanwhile: whoever changed it saved it through the checks
+            return await self._io(self._store.load, run.run_id, snapshot=False)
+        audit.log(run.run_id, [e for e in saved.audit if e not in run.audit])
+        with self._work():
+            return await self._courier.deliver(saved)
 
     async def _deadlines(self, run: Run) -> Run | None:
         """Expire what nobody decided in time; claim the reminders and escalations due.
@@ -379,7 +404,9 @@ class RunEngine:
                     target = cancelled_record(run, now=self._clock())
                     unposted = {FINAL}
                 elif refresh_only:  # nothing to run: write the state anew (new TTL), release
-                    target = run.evolve(status=RunStatus.WAITING, lease_owner=None, lease_until=None, state_ref=None)
+                    target = run_to(
+                        run, RunStatus.WAITING, cause=Cause.PASS, lease_owner=None, lease_until=None, state_ref=None
+                    )
                 else:
                     decided = run.decided_asks()
                     responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
@@ -434,6 +461,15 @@ class RunEngine:
         thread = await self._courier.find(run, "") or await self._courier.announce(run)
         return run.evolve(thread=thread) if thread is not None else run
 
+    def _brake(self, run_id: str) -> Brake:
+        """The cancel check of one pass: a read of the run's cancel mark, when a node is due one."""
+
+        async def look() -> str | None:
+            fresh = await self._io(self._store.load, run_id, snapshot=False)
+            return fresh.cancelled_by if fresh is not None else None
+
+        return Brake(look=look) if self._cancel_check is None else Brake(look=look, every=self._cancel_check)
+
     async def _pass(self, run: Run, responses: list[tuple[str, Any]], *, stale: list[str]) -> Step:
         try:
             graph = self._graphs.build(run.graph)
@@ -441,9 +477,16 @@ class RunEngine:
             logger.warning("run %s: cannot build graph %s", run.run_id, run.graph, exc_info=True)
             return Step(status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}")
         about = f"run {run.run_id} (graph {run.graph})"
+        brake = self._brake(run.run_id)
         if self._progress is None:
             return await run_pass(
-                graph=graph, task=run.task, snapshot=run.snapshot, responses=responses, stale=stale, about=about
+                graph=graph,
+                task=run.task,
+                snapshot=run.snapshot,
+                responses=responses,
+                stale=stale,
+                about=about,
+                brake=brake,
             )
         live = self._progress.live_progress(run=run)
         tracker = Tracker(saved=run.progress, node_ids=list(graph.nodes), clock=self._clock)
@@ -460,6 +503,7 @@ class RunEngine:
                 stale=stale,
                 about=about,
                 watch=watch,
+                brake=brake,
             )
         finally:
             tracker.ended(failed=step is None or step.status is StepStatus.FAILED)

@@ -2,8 +2,11 @@
 
 Whoever started a run, and whoever may decide one of its asks, may cancel it. A run
 nobody holds ends at once (its cards say cancelled; nothing resumes it). A run a process
-holds is marked: that process's save fails its version check, finds the mark and ends
-the run instead of saving its pass (``engine.saving``).
+holds is marked: the holder's brake (``engine.execution.Brake``) finds the mark before
+the pass's next node and stops it there, and the run ends as cancelled; a pass whose
+last node was already running ends at its save, which fails its version check, finds
+the mark and ends the run as cancelled unless the pass itself ended it (``engine.saving``).
+Whoever cancelled is told the truth: what had run when they asked (:func:`what_ran`).
 
 User groups are resolved through the ``Directory`` port, failing closed: a group that
 cannot be read counts as one the person is not in, and the failure is logged.
@@ -20,9 +23,10 @@ from enum import StrEnum
 from engine import audit
 from engine.audit import AuditEvent, appended
 from engine.delivery import Courier
+from engine.invariants import enforced
 from engine.policy import GROUP_ID, Directory, Policy, deciders
 from engine.ports import FINAL
-from engine.records import Run
+from engine.records import AskStatus, Run
 from engine.saving import cancelled_record
 from engine.store import RunStore, VersionConflict
 from engine.threads import in_thread
@@ -34,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 class CancelOutcome(StrEnum):
     CANCELLED = "cancelled"  # ended now; its cards say so
-    STOPPING = "stopping"  # a pass is running: it ends the run at its next save
+    STOPPING = "stopping"  # a pass is running: it stops before its next node
     ALREADY = "already"  # someone asked before
     FINISHED = "finished"  # it had ended already
     NOT_ALLOWED = "not_allowed"
@@ -47,6 +51,28 @@ class Cancelled:
     outcome: CancelOutcome
     status: str | None = None  # the run's status when it had finished already
     allowed: tuple[str, ...] | None = None  # who may cancel, when refused (besides the starter)
+    ran: str | None = None  # what the run had done (nodes, approvals used), from its record
+
+
+def what_ran(run: Run) -> str:
+    """What ``run`` did before it was stopped (or so far), in words, from its record.
+
+    The nodes that finished (its trail), the answers the graph received, those a pass
+    running now received (what they approved may be running), and, when the brake
+    stopped a pass, the node it stopped before (the audit trail's ``cancelled`` event).
+    """
+    nodes = ", ".join(dict.fromkeys(run.trail))
+    said = [f"nodes finished: {nodes}" if nodes else "no node finished"]
+    used = [a.name for a in run.asks.values() if a.status is AskStatus.CONSUMED and a.decision is not None]
+    if used:
+        said.append(f"answers the graph received: {', '.join(used)}")
+    sending = [a.name for a in run.decided_asks()] if run.status.leased else []
+    if sending:
+        said.append(f"the pass running now received {', '.join(sending)} (what they approved may be running)")
+    stop = next((e for e in reversed(run.audit) if e.kind == "cancelled" and e.text), None)
+    if stop is not None and stop.text is not None and stop.text.startswith("stopped before"):
+        said.append(stop.text.split(";", 1)[0])
+    return "; ".join(said)
 
 
 async def groups_of(directory: Directory | None, user: str, ids: Iterable[str]) -> frozenset[str]:
@@ -100,12 +126,12 @@ class Oversight:
             if run is None:
                 return Cancelled(outcome=CancelOutcome.UNKNOWN)
             if run.status.terminal:
-                return Cancelled(outcome=CancelOutcome.FINISHED, status=run.status.value)
+                return Cancelled(outcome=CancelOutcome.FINISHED, status=run.status.value, ran=what_ran(run))
             allowed, who = await self.may_oversee(run, user, channel=channel)
             if not allowed:
                 return Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=who)
             if run.cancelled_by:
-                return Cancelled(outcome=CancelOutcome.ALREADY)
+                return Cancelled(outcome=CancelOutcome.ALREADY, ran=what_ran(run))
             now = self._clock()
             held = run.status.leased and (run.lease_until or 0.0) >= now
             marked = run.evolve(cancelled_by=user, updated_at=now)
@@ -114,16 +140,16 @@ class Oversight:
                     run.audit, run.audit_dropped, [AuditEvent(at=now, kind="cancel_requested", by=user)]
                 )
                 marked = marked.evolve(audit=trail, audit_dropped=dropped)
-            target = marked if held else cancelled_record(marked, now=now)
+            target = enforced(marked if held else cancelled_record(marked, now=now), now=now, where="a cancel")
             try:
                 saved = await in_thread(self._store.save, target, expected_version=run.version)
             except VersionConflict:
                 continue
             audit.log(run_id, [e for e in saved.audit if e not in run.audit])
             if held:
-                return Cancelled(outcome=CancelOutcome.STOPPING)
+                return Cancelled(outcome=CancelOutcome.STOPPING, ran=what_ran(saved))
             await self._courier.deliver(saved, unposted={FINAL})
-            return Cancelled(outcome=CancelOutcome.CANCELLED)
+            return Cancelled(outcome=CancelOutcome.CANCELLED, ran=what_ran(saved))
         return Cancelled(outcome=CancelOutcome.BUSY)  # nothing was written: try again
 
     async def may_oversee(self, run: Run, user: str, *, channel: str | None) -> tuple[bool, tuple[str, ...]]:

@@ -13,15 +13,16 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import replace
 
 from engine.audit import AuditEvent, appended
+from engine.invariants import enforced
 from engine.lease import Beat
 from engine.progress import ended_progress
 from engine.records import AskStatus, Closed, Run, RunStatus
 from engine.settle import merge_concurrent_decisions
 from engine.store import RunStore, StoreError, StoreUnavailable, VersionConflict
 from engine.threads import in_thread
+from engine.transitions import Cause, ask_to, run_to
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +46,9 @@ def cancelled_record(run: Run, *, now: float) -> Run:
 
 
 def _ended(run: Run, *, now: float, status: RunStatus, why: Closed, error: str | None) -> Run:
+    cause = Cause.CANCEL if status is RunStatus.CANCELLED else Cause.FALLBACK
     asks = {
-        k: replace(a, status=AskStatus.OBSOLETE, closed=why)
+        k: ask_to(a, AskStatus.OBSOLETE, cause=cause, closed=why)
         if a.status in (AskStatus.PENDING, AskStatus.DECIDED)
         else a
         for k, a in run.asks.items()
@@ -54,9 +56,13 @@ def _ended(run: Run, *, now: float, status: RunStatus, why: Closed, error: str |
     if error is not None:
         trail, dropped = appended(run.audit, run.audit_dropped, [AuditEvent(at=now, kind="failed", text=error)])
         run = run.evolve(audit=trail, audit_dropped=dropped)
-    return run.evolve(
+    if run.status.terminal:  # already ended (a repair, or a cancel racing an ending): keep how it ended
+        return run.evolve(asks=asks, lease_owner=None, lease_until=None, updated_at=now)
+    return run_to(
+        run,
+        status,
+        cause=cause,
         progress=ended_progress(run.progress, status=status.value),
-        status=status,
         asks=asks,
         lease_owner=None,
         lease_until=None,
@@ -83,7 +89,9 @@ class Saver:
         fallback = failed_record(claimed, now=self._clock(), error="the run's progress could not be saved")
         expected, delay, failing_since = claimed.version, FIRST_DELAY, None
         write_id = secrets.token_hex(8)  # the same across retries of one target: a landed attempt is ours
+        stored = claimed
         while True:
+            target = enforced(target, now=self._clock(), where="the save of a pass", before=stored)
             try:
                 return await in_thread(self._store.save, target, expected_version=expected, write_id=write_id), True
             except VersionConflict:
@@ -91,7 +99,7 @@ class Saver:
                 if fresh is None or fresh.lease_owner != claimed.lease_owner:
                     logger.warning("run %s: lost the lease during a pass; dropped its result", claimed.run_id)
                     return (fresh if fresh is not None else claimed), False
-                write_id = secrets.token_hex(8)
+                write_id, stored = secrets.token_hex(8), fresh
                 target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
                 fallback = merge_concurrent_decisions(claimed=claimed, mine=fallback, fresh=fresh)
                 if fresh.cancelled_by and not target.status.terminal:

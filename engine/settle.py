@@ -16,6 +16,7 @@ from engine.execution import Raised, Step, StepStatus
 from engine.policy import SOLO_ONLY, AskRules
 from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Run, RunStatus, Verdict, ask_digest
 from engine.sources import gated_tool_use_id
+from engine.transitions import Cause, ask_to, closed_for, run_to
 
 # The run record must stay far below DynamoDB's 400 KB item limit whatever the graph says.
 # Slack shows about 10,000 characters of a message anyway; the full state is in the snapshot.
@@ -29,6 +30,7 @@ _STATUS_AFTER = {
     StepStatus.COMPLETED: RunStatus.COMPLETED,
     StepStatus.FAILED: RunStatus.FAILED,
     StepStatus.REJECTED: RunStatus.REJECTED,
+    StepStatus.CANCELLED: RunStatus.CANCELLED,
 }
 
 
@@ -78,9 +80,11 @@ def settle(
     asks = dict(claimed.asks)
     for key in sent:
         if asks[key].interrupt_id in stale:  # forgotten after an Edit of its call: void, asked again
-            asks[key] = replace(asks[key], status=AskStatus.OBSOLETE, closed=Closed.CHANGED, decision=None)
+            asks[key] = ask_to(asks[key], AskStatus.OBSOLETE, cause=Cause.PASS, closed=Closed.CHANGED, decision=None)
+        elif asks[key].interrupt_id in step.unawaited:  # carried, but the graph had moved on: kept, unused
+            asks[key] = ask_to(asks[key], AskStatus.OBSOLETE, cause=Cause.PASS, closed=Closed.MOVED_ON)
         else:
-            asks[key] = replace(asks[key], status=AskStatus.CONSUMED)
+            asks[key] = ask_to(asks[key], AskStatus.CONSUMED, cause=Cause.PASS)
 
     new_asks: list[Ask] = []
     still_open: set[str] = set()
@@ -119,27 +123,38 @@ def settle(
         )
 
     status = _STATUS_AFTER[step.status]
-    why = Closed.FAILED if status is RunStatus.FAILED else Closed.MOVED_ON
+    why = closed_for(status)
+    cause = Cause.CANCEL if status is RunStatus.CANCELLED else Cause.PASS  # the brake stopped the pass
     for key, ask in asks.items():
         open_ = ask.status in (AskStatus.PENDING, AskStatus.DECIDED)
         if key in changed and open_:
-            asks[key] = replace(ask, status=AskStatus.OBSOLETE, closed=Closed.CHANGED, decision=None)
+            asks[key] = ask_to(ask, AskStatus.OBSOLETE, cause=Cause.PASS, closed=Closed.CHANGED, decision=None)
         elif ask.status is AskStatus.PENDING and (status.terminal or key not in still_open):
-            asks[key] = replace(ask, status=AskStatus.OBSOLETE, closed=why)
+            asks[key] = ask_to(ask, AskStatus.OBSOLETE, cause=cause, closed=why)
+        elif ask.status is AskStatus.DECIDED and status.terminal:
+            # Decided but not sent (it landed after the claim): nothing will use it now.
+            asks[key] = ask_to(ask, AskStatus.OBSOLETE, cause=cause, closed=why)
     asks.update({a.key: a for a in new_asks})
     asks = _forget_oldest_finished(asks)
 
     keep_state = not status.terminal
     events = [AuditEvent(at=now, kind="resumed", text=f"{len(sent)} answer(s) sent to the graph")] if sent else []
     events += [AuditEvent(at=now, kind="asked", ask=a.key, text=_asked_text(a)) for a in new_asks]
-    if status.terminal:
+    if status is RunStatus.CANCELLED:
+        ran = ", ".join(dict.fromkeys(step.trail)) or "no node"
+        said = f"stopped before node {step.stopped_before}; ran: {ran}"
+        events.append(AuditEvent(at=now, kind=status.value, by=step.cancelled_by, text=said))
+    elif status.terminal:
         ended = {RunStatus.COMPLETED: None, RunStatus.FAILED: step.error, RunStatus.REJECTED: step.error}[status]
         events.append(AuditEvent(at=now, kind=status.value, text=ended))
     trail, dropped = appended(claimed.audit, claimed.audit_dropped, events)
-    run = claimed.evolve(
+    run = run_to(
+        claimed,
+        status,
+        cause=cause,
+        cancelled_by=claimed.cancelled_by or step.cancelled_by,
         audit=trail,
         audit_dropped=dropped,
-        status=status,
         asks=asks,
         snapshot=(step.snapshot if step.snapshot is not None else claimed.snapshot) if keep_state else None,
         state_ref=claimed.state_ref if keep_state else None,
@@ -242,10 +257,14 @@ def _approved_input(ask: Ask) -> dict[str, Any] | None:
 def merge_concurrent_decisions(*, claimed: Run, mine: Run, fresh: Run) -> Run:
     """``mine`` plus what others recorded while the pass ran (found in ``fresh``).
 
-    Decisions: only asks that were pending when the run was claimed can have changed; a
-    decision on one still open keeps it decided for the next round; a decision on one
-    this pass closed is kept on the record (it is never silently dropped), except on an
-    ask closed because its question changed, whose answers are void by definition.
+    Decisions: only asks that were pending when the run was claimed can have changed. A
+    decision on one the pass left open keeps it decided for the next pass. A decision on
+    one the pass closed as moved on while the run still waits is carried to the next pass
+    too (decided, so the run stays claimable and due for a sweep): a person's answer is
+    never merged onto a closed ask of a waiting run, where nothing would ever read it. On
+    a run the pass ended, it is kept on the closed record (never silently dropped). An
+    ask closed because its question changed takes no answer: those are void by definition.
+    Merging is idempotent: a save that conflicts again merges the same decision the same way.
     Deliveries (card refs, what cards show, thread, final post) recorded meanwhile are
     kept, so the save does not make Slack owed something it already shows.
     """
@@ -262,9 +281,8 @@ def merge_concurrent_decisions(*, claimed: Run, mine: Run, fresh: Run) -> Run:
         decided_meanwhile = (
             before is not None and before.status is AskStatus.PENDING and ask.status is AskStatus.DECIDED
         )
-        if decided_meanwhile and current.closed is not Closed.CHANGED:
-            status = AskStatus.DECIDED if current.status is AskStatus.PENDING else AskStatus.OBSOLETE
-            current = replace(current, status=status, decision=ask.decision)
+        if decided_meanwhile and current.closed is not Closed.CHANGED and current.status is not AskStatus.DECIDED:
+            current = _adopted(current, ask, carry=not mine.status.terminal)
         if current.status is AskStatus.PENDING and ask.status is AskStatus.PENDING:
             # Votes, escalations and notices recorded meanwhile on an ask still open.
             current = replace(
@@ -284,3 +302,13 @@ def merge_concurrent_decisions(*, claimed: Run, mine: Run, fresh: Run) -> Run:
         audit_dropped=dropped,
         cancelled_by=mine.cancelled_by or fresh.cancelled_by,
     )
+
+
+def _adopted(current: Ask, stored: Ask, *, carry: bool) -> Ask:
+    """``current`` (the pass's view of an ask pending at its claim) with the decision that
+    ``stored`` got meanwhile: decided (a pending one, or, with ``carry``, one the pass
+    closed while its run still waits), else kept on the closed record."""
+    if current.status is AskStatus.PENDING or (carry and current.status is AskStatus.OBSOLETE):
+        reopened = replace(current, status=AskStatus.PENDING, closed=None)  # as the click found it
+        return ask_to(reopened, AskStatus.DECIDED, cause=Cause.CLICK, decision=stored.decision)
+    return replace(current, decision=stored.decision)

@@ -151,6 +151,17 @@ def set_model_state(agent: Agent, *, model_state: dict[str, Any]) -> None:
     agent._model_state = model_state
 
 
+def awaited_interrupts(orchestrator: object) -> set[str] | None:
+    """The interrupt ids a restored graph waits for; None when it waits for none (not interrupted).
+
+    A response for an id not among them makes Strands raise ``KeyError`` for the whole
+    pass: an answer carried to a pass after the graph moved on must be left out instead.
+    """
+    if not isinstance(orchestrator, Graph) or not orchestrator._interrupt_state.activated:
+        return None
+    return set(orchestrator._interrupt_state.interrupts)
+
+
 def continues_revisits(orchestrator: object) -> bool:
     """Whether a node revisited in a cycle continues its conversation: a Graph without reset_on_revisit."""
     return isinstance(orchestrator, Graph) and not orchestrator.reset_on_revisit
@@ -310,6 +321,7 @@ def check_surface() -> None:
         (f"HumanInTheLoop.name == {HITL_INTERRUPT_NAME!r}", lambda: HumanInTheLoop.name == HITL_INTERRUPT_NAME),
         (f"BeforeToolCallEvent interrupt ids {gate_id}", lambda: _raised_id(call, HITL_INTERRUPT_NAME) == gate_id),
         ("BeforeToolsEvent._interrupt_id (naming its interrupts)", lambda: _before_tools_id_is_used(agent)),
+        ("Graph()._interrupt_state.interrupts / activated", lambda: awaited_interrupts(graph) is None),
         ("Graph.reset_on_revisit (default False)", lambda: graph.reset_on_revisit is False),
         ("Graph.state.completed_nodes / interrupted_nodes (sets)", lambda: _node_sets(graph)),
         (

@@ -35,6 +35,7 @@ from bot.render.mrkdwn import (
 from bot.render.titles import ANYONE, card_title, mention_ids, who_may_decide
 from engine.deadlines import ESCALATE, human_duration
 from engine.outcome import decisive_asks, failure_parts, rejections
+from engine.oversight import what_ran
 from engine.records import Ask, Run
 
 DEFAULT_COMMAND = "/graph"
@@ -139,7 +140,9 @@ def run_cancelled(*, run: Run) -> Rendered:
     """A short notice naming who cancelled; cancellation has no payload to show."""
     by = f" by {mention(run.cancelled_by)}" if run.cancelled_by else ""
     head = f":no_entry_sign: *{short(run.graph)}* was cancelled{by}"
-    return build(text=head, blocks=[SectionBlock(text=MarkdownTextObject(text=head)), _run_context(run)])
+    ran = f"Before it stopped: {short(what_ran(run), 600)}."
+    body = SectionBlock(text=MarkdownTextObject(text=f"{head}\n{ran}"))
+    return build(text=head, blocks=[body, _run_context(run)])
 
 
 _NOTICE_LIMIT = 2000

@@ -199,9 +199,13 @@ def make_ask(**changes: Any) -> Ask:
     ("cancelled", "expected"),
     [
         (Cancelled(outcome=CancelOutcome.CANCELLED), "Cancelled run `abcdefghijklmnop`"),
-        (Cancelled(outcome=CancelOutcome.STOPPING), "the running step stops at its next save"),
+        (Cancelled(outcome=CancelOutcome.STOPPING), "stopping before its next node"),
         (Cancelled(outcome=CancelOutcome.ALREADY), "already asked to cancel"),
         (Cancelled(outcome=CancelOutcome.FINISHED, status="completed"), "already finished (`completed`)"),
+        (
+            Cancelled(outcome=CancelOutcome.FINISHED, status="cancelled", ran="nodes finished: <!here>"),
+            "What ran: nodes finished: &lt;!here&gt;.",
+        ),
         (Cancelled(outcome=CancelOutcome.UNKNOWN), "I don't know a run `abcdefghijklmnop`"),
         (
             Cancelled(outcome=CancelOutcome.NOT_ALLOWED, allowed=("U0BOB", "S0OPS", "<!channel>")),

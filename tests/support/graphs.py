@@ -269,6 +269,25 @@ def five_steps() -> Graph:
     return _bounded(builder)
 
 
+def _marking_node(name: str) -> Agent:
+    """A node whose only effect is a marker line: proof that it ran."""
+
+    def run(messages: Messages) -> Step:
+        _mark(f"{name} ran")
+        return say(f"{name} done")
+
+    return Agent(name=name, model=ScriptedModel([run]), callback_handler=None)
+
+
+@graph_def("write-then-next", description="a guarded write (slow with APPROVAL_BOT_TEST_SLOW_SECONDS), then a node")
+def write_then_next() -> Graph:
+    builder = GraphBuilder()
+    builder.add_node(_writer("writer"), "writer")
+    builder.add_node(_marking_node("next"), "next")
+    builder.add_edge("writer", "next")
+    return _bounded(builder)
+
+
 _register_policy_graphs()
 
 
