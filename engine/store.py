@@ -272,6 +272,18 @@ class RunStore(Protocol):
         """
         ...
 
+    def count_start(self, user: str, *, run_id: str, minute: int, limit: int) -> bool:
+        """Count ``run_id`` as one of ``user``'s starts in clock minute ``minute`` (Unix
+        time // 60) iff fewer than ``limit`` are counted there; whether it is counted.
+
+        One conditional write to one small counter per person and minute (``engine.start_limits``),
+        so that any number of processes starting runs for the same person at the same
+        moment let exactly ``limit`` through. A run id already counted in that minute is
+        counted again as True, without a second count: a command delivered twice (a retry,
+        Lambda's at-least-once) takes one place. Counters of past minutes are left to expire.
+        """
+        ...
+
     # -- the approvals inbox -----------------------------------------------------------
     # An ask's card is posted in its run's channel; an approver also needs one place that
     # lists everything waiting for them, in every channel. Reading every run to find those

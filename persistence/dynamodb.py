@@ -21,8 +21,8 @@ Item layout (one table, ``pk``/``sk`` strings)::
 GSI ``sweep``: hash ``sweep_pk``, range ``sweep_at``, keys only.
 GSI ``by_channel``: hash ``channel``, range ``created_at``, keys only (``recent``).
 GSI ``by_starter``: hash ``started_by``, range ``created_at``, keys only (``started_by``).
-Inbox entries and App Home viewers are items of their own: see ``dynamo_inbox.py`` and
-``dynamo_home.py``.
+Inbox entries, App Home viewers and start counters are items of their own: see
+``dynamo_inbox.py``, ``dynamo_home.py`` and ``dynamo_starts.py``.
 
 Why the state lives apart: a decision, a claim, a lease renewal and a delivery record
 are written several times per approval, the state once. DynamoDB bills a write by the
@@ -70,7 +70,7 @@ from engine.store import (
     VersionConflict,
 )
 from engine.store_rules import apply_delivery, decided, known_to
-from persistence import aws, snapshots
+from persistence import aws, dynamo_starts, snapshots
 from persistence import dynamo_items as items
 from persistence.dynamo_home import DynamoHome
 from persistence.dynamo_inbox import DynamoInbox
@@ -564,6 +564,10 @@ class DynamoRunStore:
     @aws.mapped
     def started_by(self, user: str, *, limit: int = 20) -> list[Run]:
         return self._inbox.started_by(user, limit=limit)
+
+    @aws.mapped
+    def count_start(self, user: str, *, run_id: str, minute: int, limit: int) -> bool:
+        return dynamo_starts.count_start(self._ddb, self._table, user, run_id=run_id, minute=minute, limit=limit)
 
     @aws.mapped
     def index_asks(self, run: Run) -> None:

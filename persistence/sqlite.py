@@ -69,6 +69,12 @@ CREATE INDEX IF NOT EXISTS runs_sweep_at ON runs (sweep_at) WHERE sweep_at IS NO
 CREATE INDEX IF NOT EXISTS runs_finished ON runs ({_UPDATED_AT}) WHERE {_IS_FINISHED};
 CREATE INDEX IF NOT EXISTS runs_by_channel ON runs ({_CHANNEL}, {_CREATED_AT});
 CREATE INDEX IF NOT EXISTS runs_by_starter ON runs ({_STARTED_BY}, {_CREATED_AT});
+CREATE TABLE IF NOT EXISTS starts (
+    user   TEXT NOT NULL,
+    minute INTEGER NOT NULL,
+    run_id TEXT NOT NULL,
+    PRIMARY KEY (user, minute, run_id)
+) WITHOUT ROWID;
 """
 
 
@@ -294,6 +300,25 @@ class SqliteRunStore:
             f"SELECT doc FROM runs WHERE {_STARTED_BY} = ? ORDER BY {_CREATED_AT} DESC LIMIT ?", (user, limit)
         )
         return [_run(r[0], None) for r in rows]
+
+    @_mapped
+    def count_start(self, user: str, *, run_id: str, minute: int, limit: int) -> bool:
+        # BEGIN IMMEDIATE: the count and the insert are one step for every process. Rows of
+        # minutes before the last go in the same write, so the table stays a minute or two
+        # of starts (the last is kept for a process whose clock is a little behind).
+        with self._write() as conn:
+            conn.execute("DELETE FROM starts WHERE minute < ?", (minute - 1,))
+            if conn.execute(
+                "SELECT 1 FROM starts WHERE user = ? AND minute = ? AND run_id = ?", (user, minute, run_id)
+            ).fetchone():
+                return True
+            (counted,) = conn.execute(
+                "SELECT COUNT(*) FROM starts WHERE user = ? AND minute = ?", (user, minute)
+            ).fetchone()
+            if counted >= limit:
+                return False
+            conn.execute("INSERT INTO starts (user, minute, run_id) VALUES (?, ?, ?)", (user, minute, run_id))
+        return True
 
     @_mapped
     def index_asks(self, run: Run) -> None:
