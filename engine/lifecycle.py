@@ -149,8 +149,8 @@ class RunEngine:
             try:
                 await self._io(check_start, self._store, limits, user=user, run_id=run_id, now=now)
             except StartLimited as limited:
-                limit = AuditEvent(at=self._clock(), kind="refused_start", by=user, text=f"{graph}: {limited}")
-                audit.log(run_id, [limit])
+                refused = AuditEvent(at=self._clock(), kind="refused_start", by=user, text=f"{graph}: {limited}")
+                audit.log(run_id, [refused])
                 raise
         now = self._clock()
         run = Run(
