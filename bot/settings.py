@@ -28,7 +28,7 @@ from bot.slack_access import (
 from engine.policy import DEFAULT_EXPIRES_AFTER
 from engine.start_limits import DEFAULT_PER_MINUTE, DEFAULT_WAITING, LOOKBACK
 
-_MAX_STARTS_PER_MINUTE: Final = 1000  # each counted start is a run id in a small counter item
+_MAX_STARTS_PER_MINUTE: Final = 1000  # a guard against typos: the count is one number in the person's item
 
 
 class Settings(BaseSettings):

@@ -144,7 +144,7 @@ class RunEngine:
                 audit.log(run_id or "-", [refused])
                 raise StartRefused(graph=graph, allowed=policy.starters)
         run_id = run_id or self._new_id()
-        if self._start_limits.any:  # a place in the minute is taken here; a refusal records nothing
+        if self._start_limits.any:  # the start takes its place in the person's book; a refusal records nothing
             limits, now = self._start_limits, self._clock()
             try:
                 await self._io(check_start, self._store, limits, user=user, run_id=run_id, now=now)

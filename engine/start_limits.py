@@ -4,28 +4,35 @@ Every run posts an announcement and cards in a shared channel and keeps approver
 so one person (or one script with their token) must not flood it. Two limits, each 0
 for none, checked by ``RunEngine.start`` before anything is recorded or posted:
 
-* ``per_minute``: runs started in one clock minute (Unix time // 60). Exact: each start
-  is counted by the store's conditional counter (``RunStore.count_start``, one small
-  write per start), so two processes starting runs for the same person at the same
-  moment cannot both take the last place. A retried command (same run id) counts once.
-  A start refused for it may start again when the next minute begins.
+* ``per_minute``: runs started in one clock minute (Unix time // 60). A start refused
+  for it may start again when the next minute begins.
 * ``waiting``: runs of theirs that have not finished (running, waiting for a decision,
-  resuming), counted among their latest ``waiting`` runs through the store's starter
-  index (``RunStore.started_by``): one read of that many records, whose cost does not
-  grow with the table. A start is refused when all of them are unfinished. Unfinished
-  runs are nearly always the newest, so this is the count of them, except that runs
-  left waiting behind ``waiting`` later ones are no longer seen. A read, then the create:
-  exact to within starts made at the same moment (each may see the other's room) and
-  the index's lag (DynamoDB's global index is eventually consistent, by well under a
-  second). An exact count would need a counter that every way a run ends keeps in step:
-  a write at every run's end, for a limit that only needs to hold roughly.
+  resuming), whatever their age.
 
-The waiting limit is read first, so a start it refuses takes no place in the minute.
+Both are exact across processes, and cost the approval cycle one small write: each
+person has one book in the store (``RunStore.take_start``), holding the starts of recent
+minutes and the person's open runs (run id -> when it started). A start is one
+conditional write to it: this run joins the open runs and is counted in its minute, if
+the minute has room and the open runs are fewer than ``waiting``. The store applies the
+condition and the write as one step, so processes starting runs for the same person at
+the same moment let exactly the limits through. A start delivered twice (a retry after a
+lost answer, Lambda's at-least-once) finds its run open already: taken, counted once.
+
+Runs leave the open runs lazily, never with a write when a run ends: only when a start
+finds them full are their statuses read (``RunStore.run_statuses``, one read), the
+finished or gone ones forgotten (``RunStore.forget_starts``, one write) and the start
+tried once more. So a person is refused only while they really have ``waiting``
+unfinished runs. A run recorded nowhere is gone only once ``GONE_AFTER`` has passed
+since its start: until then it may be a start whose create is still on its way.
+
+With no waiting limit the open runs are still kept (they make a retried start count
+once), up to ``OPEN_CAP``; a full book then forgets its older half without a read.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engine.ports import StartLimited
@@ -35,8 +42,10 @@ if TYPE_CHECKING:
 
 DEFAULT_PER_MINUTE = 10
 DEFAULT_WAITING = 20
-LOOKBACK = 100  # the most a waiting limit may be: the latest runs read, within one BatchGetItem
+LOOKBACK = 100  # the most a waiting limit may be: the open runs' statuses are one read of at most 100
+OPEN_CAP = LOOKBACK  # open runs kept when there is no waiting limit (retried starts recognised)
 NAMED_RUNS = 3  # unfinished runs a refusal names, oldest first
+GONE_AFTER = 120.0  # seconds after its start that an open run recorded nowhere is taken as gone
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,24 +65,68 @@ class StartLimits:
         return bool(self.per_minute or self.waiting)
 
 
+@dataclass(frozen=True, kw_only=True)
+class StartBook:
+    """What ``RunStore.take_start`` found in a person's book.
+
+    ``taken``: the start is counted and its run open (now, or already by an earlier
+    attempt of the same start). When not, the book as it stood: ``this_minute``, the
+    starts counted in the start's minute, and ``open``, the open runs (run id -> start time).
+    """
+
+    taken: bool
+    this_minute: int = 0
+    open: Mapping[str, float] = field(default_factory=dict)
+
+
 def check_start(store: RunStore, limits: StartLimits, *, user: str, run_id: str, now: float) -> None:
-    """Take one of ``user``'s starts for ``run_id``, or raise ``StartLimited`` (nothing counted
-    then, apart from a per-minute place the run id already held). Store calls; off the loop."""
-    if limits.waiting:
-        mine = store.started_by(user, limit=limits.waiting)
-        # A retried start's own run is not in its way (the create then finds it: RunExists).
-        unfinished = [r for r in mine if not r.status.terminal and r.run_id != run_id]
-        if len(unfinished) >= limits.waiting:
-            oldest = sorted(unfinished, key=lambda r: r.created_at)[:NAMED_RUNS]
-            raise StartLimited(
-                limit="waiting",
-                allowed=limits.waiting,
-                have=len(unfinished),
-                runs=tuple(r.run_id for r in oldest),
-            )
-    if limits.per_minute:
-        minute = int(now // 60)
-        if not store.count_start(user, run_id=run_id, minute=minute, limit=limits.per_minute):
-            raise StartLimited(
-                limit="per_minute", allowed=limits.per_minute, have=limits.per_minute, retry_at=(minute + 1) * 60.0
-            )
+    """Take one of ``user``'s starts for ``run_id``, or raise ``StartLimited`` (nothing
+    counted then). One store write when there is room; store calls, off the loop."""
+    if not limits.any:
+        return
+    room = limits.waiting or OPEN_CAP
+    book = _take(store, limits, user=user, run_id=run_id, now=now, room=room)
+    if book is None:
+        return
+    if not limits.waiting:
+        # Only the cap: the older half of the open runs are kept only to recognise retries.
+        for _ in range(2):
+            store.forget_starts(user, run_ids=_oldest(book.open)[: max(1, len(book.open) // 2)])
+            if (book := _take(store, limits, user=user, run_id=run_id, now=now, room=room)) is None:
+                return
+        raise StartLimited(limit="waiting", allowed=room, have=len(book.open), runs=_oldest(book.open)[:NAMED_RUNS])
+    statuses = store.run_statuses(list(book.open))
+    done = {
+        r
+        for r, at in book.open.items()
+        if ((s := statuses.get(r)) is not None and s.terminal) or (s is None and at <= now - GONE_AFTER)
+    }
+    if done:
+        store.forget_starts(user, run_ids=sorted(done))
+        if (book := _take(store, limits, user=user, run_id=run_id, now=now, room=room)) is None:
+            return
+    # Runs opened since the read are unfinished as far as anyone knows.
+    unfinished = {r: at for r, at in book.open.items() if r not in done}
+    raise StartLimited(
+        limit="waiting", allowed=limits.waiting, have=len(unfinished), runs=_oldest(unfinished)[:NAMED_RUNS]
+    )
+
+
+def _take(store: RunStore, limits: StartLimits, *, user: str, run_id: str, now: float, room: int) -> StartBook | None:
+    """None when the start is taken; the book when the open runs are full. Raises the
+    per-minute refusal itself: no clean-up makes room in this minute."""
+    book = store.take_start(user, run_id=run_id, at=now, per_minute=limits.per_minute, open_limit=room)
+    if book.taken:
+        return None
+    if limits.per_minute and book.this_minute >= limits.per_minute:
+        raise StartLimited(
+            limit="per_minute",
+            allowed=limits.per_minute,
+            have=book.this_minute,
+            retry_at=(int(now // 60) + 1) * 60.0,
+        )
+    return book
+
+
+def _oldest(runs: Mapping[str, float]) -> tuple[str, ...]:
+    return tuple(sorted(runs, key=lambda r: (runs[r], r)))

@@ -29,6 +29,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from engine.audit import AuditEvent
 from engine.records import Ask, Decision, MessageRef, Run, RunStatus
+from engine.start_limits import StartBook
 from engine.store import (
     Delivery,
     Lease,
@@ -39,7 +40,7 @@ from engine.store import (
     VersionConflict,
 )
 from engine.store_rules import apply_delivery, decided, noted
-from persistence import snapshots, sqlite_inbox
+from persistence import snapshots, sqlite_inbox, sqlite_starts
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -69,12 +70,6 @@ CREATE INDEX IF NOT EXISTS runs_sweep_at ON runs (sweep_at) WHERE sweep_at IS NO
 CREATE INDEX IF NOT EXISTS runs_finished ON runs ({_UPDATED_AT}) WHERE {_IS_FINISHED};
 CREATE INDEX IF NOT EXISTS runs_by_channel ON runs ({_CHANNEL}, {_CREATED_AT});
 CREATE INDEX IF NOT EXISTS runs_by_starter ON runs ({_STARTED_BY}, {_CREATED_AT});
-CREATE TABLE IF NOT EXISTS starts (
-    user   TEXT NOT NULL,
-    minute INTEGER NOT NULL,
-    run_id TEXT NOT NULL,
-    PRIMARY KEY (user, minute, run_id)
-) WITHOUT ROWID;
 """
 
 
@@ -110,6 +105,7 @@ class SqliteRunStore:
                 if statement.strip():
                     conn.execute(statement)
             sqlite_inbox.migrate(conn)
+            sqlite_starts.create(conn)
 
     # -- connections ---------------------------------------------------------------
 
@@ -302,23 +298,18 @@ class SqliteRunStore:
         return [_run(r[0], None) for r in rows]
 
     @_mapped
-    def count_start(self, user: str, *, run_id: str, minute: int, limit: int) -> bool:
-        # BEGIN IMMEDIATE: the count and the insert are one step for every process. Rows of
-        # minutes before the last go in the same write, so the table stays a minute or two
-        # of starts (the last is kept for a process whose clock is a little behind).
+    def take_start(self, user: str, *, run_id: str, at: float, per_minute: int, open_limit: int) -> StartBook:
+        with self._write() as conn:  # BEGIN IMMEDIATE: the read, the check and the write are one step
+            return sqlite_starts.take(conn, user, run_id=run_id, at=at, per_minute=per_minute, open_limit=open_limit)
+
+    @_mapped
+    def forget_starts(self, user: str, *, run_ids: Sequence[str]) -> None:
         with self._write() as conn:
-            conn.execute("DELETE FROM starts WHERE minute < ?", (minute - 1,))
-            if conn.execute(
-                "SELECT 1 FROM starts WHERE user = ? AND minute = ? AND run_id = ?", (user, minute, run_id)
-            ).fetchone():
-                return True
-            (counted,) = conn.execute(
-                "SELECT COUNT(*) FROM starts WHERE user = ? AND minute = ?", (user, minute)
-            ).fetchone()
-            if counted >= limit:
-                return False
-            conn.execute("INSERT INTO starts (user, minute, run_id) VALUES (?, ?, ?)", (user, minute, run_id))
-        return True
+            sqlite_starts.forget(conn, user, run_ids=run_ids)
+
+    @_mapped
+    def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+        return sqlite_starts.statuses(self._conn(), run_ids)
 
     @_mapped
     def index_asks(self, run: Run) -> None:

@@ -2,8 +2,10 @@
 
 A burst of signed ``/graph run`` commands from one person, all at once, starts exactly
 ``MAX_STARTS_PER_MINUTE`` runs; the others get one ephemeral line each and nothing in the
-channel. A person with ``MAX_WAITING_RUNS`` unfinished runs is told which to finish first,
-and may start again once one has finished. Parametrized over SQLite and DynamoDB.
+channel; a burst under ``MAX_WAITING_RUNS`` starts exactly that many. A person with
+``MAX_WAITING_RUNS`` unfinished runs is told which to finish first, and may start again
+once one has finished: the finished run leaves their book lazily, at that start.
+Parametrized over SQLite and DynamoDB.
 """
 
 from __future__ import annotations
@@ -91,6 +93,43 @@ async def test_a_burst_of_starts_gets_exactly_the_per_minute_share(
         wait = re.search(r"try again in (\d+) s", text)
         assert wait and 1 <= int(wait.group(1)) <= 61 - int(fired % 60) + 1, text
     assert "refused_start" in bot.output(), "each refusal is in the audit log"
+
+
+async def test_a_burst_of_starts_gets_exactly_the_waiting_share(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: UserFor
+) -> None:
+    """Every start of the burst is checked before any of their runs is recorded: only the
+    person's book, written conditionally, keeps the count exact across them."""
+    limits = {"MAX_STARTS_PER_MINUTE": "0", "MAX_WAITING_RUNS": str(WAITING)}
+    bot = await start_bot(backend=backend, extra_env=limits)
+    user = user_for(bot)
+
+    responses = await asyncio.gather(
+        *(
+            user.slash_command(text=f"run guarded-write burst {i}", user_id=STARTER, channel_id=CHANNEL)
+            for i in range(FIRED)
+        )
+    )
+    assert [r.status for r in responses] == [200] * FIRED
+
+    await local_slack.wait_for(
+        lambda: r if len(r := _refusals(local_slack, "unfinished runs")) >= FIRED - WAITING else None,
+        timeout=30,
+        what="the refusals of the starts beyond the share",
+    )
+    store = backend.open_store()
+    runs = await eventually(
+        lambda: (
+            (mine := store.started_by(STARTER, limit=50))
+            and all(r.status is RunStatus.WAITING and not r.owes_slack for r in mine)
+            and mine
+        ),
+        what="the started runs to wait with nothing owed",
+    )
+    assert len(runs) == WAITING, [r.task for r in runs]
+    assert len(cards(local_slack)) == WAITING, "no card for a refused start"
+    assert len(_refusals(local_slack, "unfinished runs")) == FIRED - WAITING, "one line per refused start"
+    assert "Traceback" not in bot.output()
 
 
 async def test_a_person_with_their_share_of_unfinished_runs_finishes_one_first(
