@@ -16,6 +16,9 @@ learns the count and the open runs without a read. Minutes before the last are r
 the same write (those of the ten minutes before; older ones, left by a pause, when the map
 holds ``MINUTE_KEYS``: the write that finds it so removes the ones it saw, one more request).
 
+An idle person's item expires by TTL, free; a run left open longer than the retention
+without its starter starting another is forgotten with it (asks expire well before).
+
 The item carries neither ``channel`` nor ``started_by`` nor ``sweep_pk``, so no index of
 the table sees it; the engine's rule is ``engine.start_limits``.
 """
