@@ -165,6 +165,9 @@ async def _serve(*, workdir: Path, inline: bool) -> _Servers:
             "SQLITE_PATH": str(workdir / "runs.sqlite3"),
             "DYNAMODB_TABLE": None,
             "SNAPSHOT_BUCKET": None,
+            # One person starts every run of the bench, far beyond a person's fair share.
+            "MAX_STARTS_PER_MINUTE": 0,
+            "MAX_WAITING_RUNS": 0,
         }
     )
     services = build_services(settings, owner="bench")

@@ -383,6 +383,9 @@ def child_env(*, slack_api_url: str, bot_token: str, signing_secret: str, extra:
         "BENCH_ACCOUNT": ACCOUNT,
         "BENCH_HEAVY": ",".join(HEAVY),
         "EXAMPLE_GRAPHS": "true",  # the command names the example graph deploy
+        # One person starts every run of the bench, far beyond a person's fair share.
+        "MAX_STARTS_PER_MINUTE": "0",
+        "MAX_WAITING_RUNS": "0",
     }
     return env | dict(extra)
 

@@ -34,6 +34,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "ASK_EXPIRES_AFTER": "seconds an ask waits when its graph sets no expires_after (default 259200, 3 days)",
     "RUN_RETENTION_DAYS": "days a finished run is kept before it is deleted (default 30)",
     "LIVE_PROGRESS": "a run's status message: stream (Slack's streaming surface, else edits), update, off",
+    "MAX_STARTS_PER_MINUTE": "runs one person may start in a minute; 0 for no limit (default 10)",
+    "MAX_WAITING_RUNS": "unfinished runs one person may have at once; 0 for no limit (default 20)",
     "LOG_LEVEL": "DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
     "LOG_LEVEL*": "DEBUG, INFO, WARNING (default here), ERROR or CRITICAL",
 }
@@ -50,7 +52,15 @@ _STORE: Final = (
     "AWS_ENDPOINT_URL_S3",
 )
 # What the engine of serve, socket and sweep reads besides the store and the graphs.
-_ENGINE: Final = ("LEASE_SECONDS", "DELIVERY_GRACE_SECONDS", "ASK_EXPIRES_AFTER", "RUN_RETENTION_DAYS", "LIVE_PROGRESS")
+_ENGINE: Final = (
+    "LEASE_SECONDS",
+    "DELIVERY_GRACE_SECONDS",
+    "ASK_EXPIRES_AFTER",
+    "RUN_RETENTION_DAYS",
+    "LIVE_PROGRESS",
+    "MAX_STARTS_PER_MINUTE",
+    "MAX_WAITING_RUNS",
+)
 
 READS: Final[dict[str, tuple[str, ...]]] = {
     "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL"),

@@ -6,6 +6,7 @@ of is told to them through the request's ``response_url``; nothing raises.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from slack_sdk.webhook.async_client import AsyncWebhookClient
@@ -33,7 +34,7 @@ from bot.work import (
 )
 from engine import DecideResult, PublishError, UnknownGraph
 from engine.oversight import Cancelled, CancelOutcome
-from engine.ports import StartRefused
+from engine.ports import StartLimited, StartRefused
 from engine.records import Ask, Decision, Run
 from engine.store import RunExists
 from engine.threads import in_thread
@@ -232,6 +233,8 @@ async def _start(work: StartRun, *, services: Services) -> None:
         else:
             text = f"You may not start {graph}: its policy names nobody who may."
         await _tell(work.response_url, text)
+    except StartLimited as limited:
+        await _tell(work.response_url, messages.start_limited(limited=limited, now=time.time(), command=command))
     except PublishError as error:
         if str(error) in _NOT_A_MEMBER:
             text = f"I could not post in this channel ({error}). Invite me with `/invite` and try again."

@@ -183,6 +183,7 @@ class Services:
     def engine(self) -> RunEngine:
         from bot.publisher import SlackPublisher
         from engine import RunEngine
+        from engine.start_limits import StartLimits
 
         live = self.settings.live_progress
         publisher = SlackPublisher(
@@ -198,6 +199,9 @@ class Services:
             default_expires_after=self.settings.ask_expires_after,
             retention_seconds=self.settings.run_retention_days * 86400,
             progress=live != "off",
+            start_limits=StartLimits(
+                per_minute=self.settings.max_starts_per_minute, waiting=self.settings.max_waiting_runs
+            ),
         )
 
 

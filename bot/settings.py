@@ -26,6 +26,9 @@ from bot.slack_access import (
     with_trailing_slash,
 )
 from engine.policy import DEFAULT_EXPIRES_AFTER
+from engine.start_limits import DEFAULT_PER_MINUTE, DEFAULT_WAITING, LOOKBACK
+
+_MAX_STARTS_PER_MINUTE: Final = 1000  # a guard against typos: the count is one number in the person's item
 
 
 class Settings(BaseSettings):
@@ -63,6 +66,11 @@ class Settings(BaseSettings):
     # A run's status message: streamed where Slack can (else edited in place), edited in
     # place only, or none at all.
     live_progress: Literal["stream", "update", "off"] = Field(default="stream", alias="LIVE_PROGRESS")
+    # A fair share of the channel, per person (engine.start_limits); 0 for no limit.
+    max_starts_per_minute: int = Field(
+        default=DEFAULT_PER_MINUTE, alias="MAX_STARTS_PER_MINUTE", ge=0, le=_MAX_STARTS_PER_MINUTE
+    )
+    max_waiting_runs: int = Field(default=DEFAULT_WAITING, alias="MAX_WAITING_RUNS", ge=0, le=LOOKBACK)
 
     @field_validator("graph_model", "live_progress", mode="before")
     @classmethod
@@ -111,6 +119,12 @@ _SHAPES: Final[dict[str, tuple[str, str, str]]] = {
     "ASK_EXPIRES_AFTER": ("a number of seconds, more than 0", "86400", f"{DEFAULT_EXPIRES_AFTER:g}"),
     "RUN_RETENTION_DAYS": ("a number of days, more than 0", "30", "30"),
     "LIVE_PROGRESS": ("stream, update or off", "update", "stream"),
+    "MAX_STARTS_PER_MINUTE": (
+        f"a whole number from 0 (no limit) to {_MAX_STARTS_PER_MINUTE}",
+        "10",
+        f"{DEFAULT_PER_MINUTE}",
+    ),
+    "MAX_WAITING_RUNS": (f"a whole number from 0 (no limit) to {LOOKBACK}", "20", f"{DEFAULT_WAITING}"),
 }
 _MISSING: Final[dict[str, str]] = {
     "SLACK_BOT_TOKEN": "the app's bot token, xoxb-…, from OAuth & Permissions",

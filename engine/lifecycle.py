@@ -47,6 +47,7 @@ from engine.ports import (
     Publisher,
     PublishError,
     PublishUnconfirmed,
+    StartLimited,
     StartRefused,
     UnknownGraph,
 )
@@ -55,6 +56,7 @@ from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, R
 from engine.saving import Saver, cancelled_record, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
+from engine.start_limits import StartLimits, check_start
 from engine.store import (
     Lease,
     RunStore,
@@ -89,8 +91,10 @@ class RunEngine:
         retention_seconds: float | None = None,
         progress: bool = False,
         cancel_check_seconds: float | None = None,
+        start_limits: StartLimits | None = None,
     ) -> None:
         self._store = store
+        self._start_limits = start_limits or StartLimits()
         self._graphs = graphs
         self._publisher = publisher
         # Through self, so that a clock swapped later (tests moving time on) reaches them too.
@@ -126,8 +130,9 @@ class RunEngine:
     async def start(self, *, graph: str, task: str, user: str, channel: str, run_id: str | None = None) -> Run:
         """Record, announce and run a new graph run until it pauses or ends.
 
-        Raises UnknownGraph or StartRefused (the graph's ``starters`` do not include
-        ``user``) before anything is recorded, ``StoreError`` when the run
+        Raises UnknownGraph, StartRefused (the graph's ``starters`` do not include
+        ``user``) or StartLimited (``user`` has started their share of runs:
+        ``engine.start_limits``) before anything is recorded, ``StoreError`` when the run
         cannot be recorded (nothing is posted then; ``RunExists`` when ``run_id`` names a
         run already started, which makes a start delivered twice start one run), and
         ``PublishError`` when Slack refuses the announcement (the run is then recorded as
@@ -144,10 +149,19 @@ class RunEngine:
                 refused = AuditEvent(at=self._clock(), kind="refused_start", by=user, text=graph)
                 audit.log(run_id or "-", [refused])
                 raise StartRefused(graph=graph, allowed=policy.starters)
+        run_id = run_id or self._new_id()
+        if self._start_limits.any:  # the start takes its place in the person's book; a refusal records nothing
+            limits, now = self._start_limits, self._clock()
+            try:
+                await self._io(check_start, self._store, limits, user=user, run_id=run_id, now=now)
+            except StartLimited as limited:
+                refused = AuditEvent(at=self._clock(), kind="refused_start", by=user, text=f"{graph}: {limited}")
+                audit.log(run_id, [refused])
+                raise
         now = self._clock()
         run = Run(
             audit=(AuditEvent(at=now, kind="started", by=user, text=f"{graph}: {task}"),),
-            run_id=run_id or self._new_id(),
+            run_id=run_id,
             graph=graph,
             task=task,
             started_by=user,

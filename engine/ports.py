@@ -10,7 +10,7 @@ pointed at the local stand-in for Slack.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from engine.policy import Policy, Refusal
 from engine.progress import NodeProgress
@@ -30,6 +30,32 @@ class StartRefused(Exception):
         super().__init__(f"not allowed to start {graph!r}")
         self.graph = graph
         self.allowed = allowed
+
+
+class StartLimited(Exception):
+    """This person has started their share of runs (``engine.start_limits``); nothing was created.
+
+    ``limit`` says which share: ``per_minute`` (runs started in this clock minute; they
+    may start again at ``retry_at``) or ``waiting`` (runs of theirs not finished yet;
+    ``runs`` names the oldest of them, to finish or cancel first). ``have`` is how many
+    they have, ``allowed`` the limit.
+    """
+
+    def __init__(
+        self,
+        *,
+        limit: Literal["per_minute", "waiting"],
+        allowed: int,
+        have: int,
+        retry_at: float | None = None,
+        runs: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(f"start limit reached: {have} of {allowed} ({limit})")
+        self.limit = limit
+        self.allowed = allowed
+        self.have = have
+        self.retry_at = retry_at
+        self.runs = runs
 
 
 class UnknownGraph(Exception):

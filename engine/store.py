@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engine.audit import AuditEvent
 from engine.policy import Refusal
 from engine.records import Ask, Decision, MessageRef, Run, RunStatus, Verdict
+
+if TYPE_CHECKING:
+    from engine.start_limits import StartBook
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,6 +273,30 @@ class RunStore(Protocol):
         Through an index (DynamoDB's keys-only ``by_starter``, SQLite's on the starter),
         never a scan, like ``recent``: "my runs" costs the same in any size of table.
         """
+        ...
+
+    # -- start limits (engine.start_limits holds the rule; these are its primitives) -------
+
+    def take_start(self, user: str, *, run_id: str, at: float, per_minute: int, open_limit: int) -> StartBook:
+        """Count ``run_id`` in ``user``'s clock minute ``at // 60`` and add it to their open
+        runs (with ``at``), iff that minute has fewer than ``per_minute`` starts (0: no
+        condition) and the open runs are fewer than ``open_limit``; a ``run_id`` open
+        already is taken as it stands (a retried start counts once).
+
+        One conditional write to one small record per person (DynamoDB: an item that
+        expires a retention period after the last start; SQLite: one transaction), so
+        concurrent starts from any number of processes let exactly the limits through.
+        A refusal writes nothing and returns the book as it stood.
+        """
+        ...
+
+    def forget_starts(self, user: str, *, run_ids: Sequence[str]) -> None:
+        """Remove ``run_ids`` from ``user``'s open runs (missing ones are no-ops): one write."""
+        ...
+
+    def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+        """The status of each of ``run_ids`` (at most 100) that is recorded, read strongly:
+        one read of the statuses only (DynamoDB: one BatchGetItem); missing runs left out."""
         ...
 
     # -- the approvals inbox -----------------------------------------------------------

@@ -21,8 +21,8 @@ Item layout (one table, ``pk``/``sk`` strings)::
 GSI ``sweep``: hash ``sweep_pk``, range ``sweep_at``, keys only.
 GSI ``by_channel``: hash ``channel``, range ``created_at``, keys only (``recent``).
 GSI ``by_starter``: hash ``started_by``, range ``created_at``, keys only (``started_by``).
-Inbox entries and App Home viewers are items of their own: see ``dynamo_inbox.py`` and
-``dynamo_home.py``.
+Inbox entries, App Home viewers and each person's start limits are items of their own:
+see ``dynamo_inbox.py``, ``dynamo_home.py`` and ``dynamo_starts.py``.
 
 Why the state lives apart: a decision, a claim, a lease renewal and a delivery record
 are written several times per approval, the state once. DynamoDB bills a write by the
@@ -59,6 +59,7 @@ from engine.records import (
     Run,
     RunStatus,
 )
+from engine.start_limits import StartBook
 from engine.store import (
     AskNotFound,
     Delivery,
@@ -75,6 +76,7 @@ from persistence import dynamo_items as items
 from persistence.dynamo_home import DynamoHome
 from persistence.dynamo_inbox import DynamoInbox
 from persistence.dynamo_offload import Offloader, SnapshotMoved
+from persistence.dynamo_starts import DynamoStarts
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -103,6 +105,7 @@ class DynamoRunStore:
         self._finished_ttl = retention_days is not None
         self._inbox = DynamoInbox(self._ddb, table, retention=self._retention)
         self._home = DynamoHome(self._ddb, table)
+        self._starts = DynamoStarts(self._ddb, table, retention=self._retention)
 
     # -- RunStore ------------------------------------------------------------------
 
@@ -564,6 +567,18 @@ class DynamoRunStore:
     @aws.mapped
     def started_by(self, user: str, *, limit: int = 20) -> list[Run]:
         return self._inbox.started_by(user, limit=limit)
+
+    @aws.mapped
+    def take_start(self, user: str, *, run_id: str, at: float, per_minute: int, open_limit: int) -> StartBook:
+        return self._starts.take(user, run_id=run_id, at=at, per_minute=per_minute, open_limit=open_limit)
+
+    @aws.mapped
+    def forget_starts(self, user: str, *, run_ids: Sequence[str]) -> None:
+        self._starts.forget(user, run_ids=run_ids)
+
+    @aws.mapped
+    def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+        return self._starts.statuses(run_ids)
 
     @aws.mapped
     def index_asks(self, run: Run) -> None:

@@ -29,6 +29,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from engine.audit import AuditEvent
 from engine.records import Ask, Decision, MessageRef, Run, RunStatus
+from engine.start_limits import StartBook
 from engine.store import (
     Delivery,
     Lease,
@@ -39,7 +40,7 @@ from engine.store import (
     VersionConflict,
 )
 from engine.store_rules import apply_delivery, decided, noted
-from persistence import snapshots, sqlite_inbox
+from persistence import snapshots, sqlite_inbox, sqlite_starts
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -104,6 +105,7 @@ class SqliteRunStore:
                 if statement.strip():
                     conn.execute(statement)
             sqlite_inbox.migrate(conn)
+            sqlite_starts.create(conn)
 
     # -- connections ---------------------------------------------------------------
 
@@ -294,6 +296,20 @@ class SqliteRunStore:
             f"SELECT doc FROM runs WHERE {_STARTED_BY} = ? ORDER BY {_CREATED_AT} DESC LIMIT ?", (user, limit)
         )
         return [_run(r[0], None) for r in rows]
+
+    @_mapped
+    def take_start(self, user: str, *, run_id: str, at: float, per_minute: int, open_limit: int) -> StartBook:
+        with self._write() as conn:  # BEGIN IMMEDIATE: the read, the check and the write are one step
+            return sqlite_starts.take(conn, user, run_id=run_id, at=at, per_minute=per_minute, open_limit=open_limit)
+
+    @_mapped
+    def forget_starts(self, user: str, *, run_ids: Sequence[str]) -> None:
+        with self._write() as conn:
+            sqlite_starts.forget(conn, user, run_ids=run_ids)
+
+    @_mapped
+    def run_statuses(self, run_ids: Sequence[str]) -> dict[str, RunStatus]:
+        return sqlite_starts.statuses(self._conn(), run_ids)
 
     @_mapped
     def index_asks(self, run: Run) -> None:

@@ -12,6 +12,7 @@ and reopened so the rest does not turn into stray formatting.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from slack_sdk.models.blocks import Block, ContextBlock, MarkdownTextObject, SectionBlock
@@ -36,6 +37,7 @@ from bot.render.titles import ANYONE, card_title, mention_ids, who_may_decide
 from engine.deadlines import ESCALATE, human_duration
 from engine.outcome import decisive_asks, failure_parts, rejections
 from engine.oversight import what_ran
+from engine.ports import StartLimited
 from engine.records import Ask, Run
 
 DEFAULT_COMMAND = "/graph"
@@ -250,6 +252,25 @@ def graph_list(*, command: str = DEFAULT_COMMAND, graphs: Sequence[tuple[str, st
         size += len(line) + 1
     lines.append(f"Start one with `{escape(command)} run {escape('<graph> <task text>')}`")
     return "\n".join(lines)
+
+
+def start_limited(*, limited: StartLimited, now: float, command: str = DEFAULT_COMMAND) -> str:
+    """The one ephemeral line for a start refused by the person's share (``engine.start_limits``):
+    the limit, how many they have, and when they may start again or what to finish first."""
+    cmd = escape(command)
+    if limited.limit == "per_minute":
+        wait = math.ceil(max((limited.retry_at or now) - now, 1.0))
+        return (
+            f"You have started {limited.have} runs this minute; one person may start {limited.allowed} "
+            f"a minute, so this one did not start: try again in {wait} s."
+        )
+    oldest = ", ".join(inline_code(r, 40) for r in limited.runs)
+    named = f" (oldest: {oldest})" if oldest else ""
+    return (
+        f"You have {limited.have} unfinished runs{named}; one person may have {limited.allowed} at once, "
+        "so this one did not start: finish or cancel one first "
+        f"(`{cmd} status`, `{cmd} cancel`; `{cmd} runs` lists this channel's, `{cmd} pending` what waits for you)."
+    )
 
 
 def _usage_lines(command: str) -> list[str]:

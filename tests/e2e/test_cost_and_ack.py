@@ -16,6 +16,7 @@ from persistence.dynamodb import DynamoRunStore
 from tests.e2e.conftest import CHANNEL, Backend, StartBot, _dynamodb, cards, eventually, finished_message, run_of
 from tests.support.aws import CountingMotoServer
 from tests.support.source_graphs import BLOB_BYTES_VARIABLE
+from tests.support.start_books import had_started_before
 
 BOT_APP_ID = "approval-bot-under-test"
 SLACK_ACK_DEADLINE = 3.0  # seconds; Slack's hard limit, not a performance target
@@ -35,11 +36,12 @@ async def _one_cycle(
     env = {"AWS_SDK_UA_APP_ID": BOT_APP_ID, "GRAPH_MODULES": "tests.support.graphs,tests.support.source_graphs"}
     bot = await start_bot(backend=backend, extra_env=env | extra_env)
     user = user_for(bot)
+    store = backend.open_store()  # the test's requests are not tagged, so not counted
+    had_started_before(store, "U0ALICE")
     moto_server.reset_counts()
 
     await user.slash_command(text=f"run {graph} cost", user_id="U0ALICE", channel_id=CHANNEL)
     (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=60, what="a card")
-    store = backend.open_store()  # the test's reads are not tagged, so not counted
     paused = await eventually(
         lambda: (r := run_of(store, local_slack)).status is RunStatus.WAITING and not r.owes_slack and r,
         what="the pause to be saved and its card recorded",
@@ -53,7 +55,7 @@ async def _one_cycle(
     return counts, moto_server.capacity(app_id=BOT_APP_ID), state_bytes
 
 
-async def test_one_approval_cycle_costs_eight_small_dynamodb_requests(
+async def test_one_approval_cycle_costs_nine_small_dynamodb_requests(
     start_bot: StartBot, dynamodb_backend: Backend, local_slack: LocalSlack, user_for, moto_server: CountingMotoServer
 ) -> None:
     counts, capacity, state = await _one_cycle(
@@ -73,9 +75,13 @@ async def test_one_approval_cycle_costs_eight_small_dynamodb_requests(
     # create; save the pause; index the ask for its deciders' inboxes (BatchWriteItem); record
     # the card; decide and claim; save the end; record the final message. Plus one read of who
     # uses App Home (GetItem), which a process makes at most once a minute whatever it does.
+    # The start limits (engine.start_limits) add one small conditional write to the person's
+    # book (UpdateItem: the run counted in its minute and open); a person's first start ever
+    # adds a second (the refused UpdateItem, then the PutItem that makes the book). Its write
+    # is one unit (tests/persistence/test_start_counts.py): 24 write units before, 25 with it.
     assert counts == {
         "dynamodb.PutItem": 1,
-        "dynamodb.UpdateItem": 5,
+        "dynamodb.UpdateItem": 5 + 1,
         "dynamodb.BatchWriteItem": 1,
         "dynamodb.GetItem": 1,
     }, counts

@@ -83,6 +83,7 @@ class Sweep:
 
     async def _start(self, **extra: str) -> BotProcess:
         env = {"GRAPH_MODULES": "tests.support.graphs", "DELIVERY_GRACE_SECONDS": "1", **extra}
+        env |= {"MAX_STARTS_PER_MINUTE": "0", "MAX_WAITING_RUNS": "0"}  # one person starts every run here
         if self.proxy is not None:
             env |= self.proxy.env()
         return await self.start_bot(backend=self.backend, extra_env=env, args=["--sweep-seconds", "1"])
