@@ -49,7 +49,7 @@ from engine.ports import (
     UnknownGraph,
 )
 from engine.progress import Tracker, saved_progress
-from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
+from engine.records import STATE_REFRESH_MARGIN_SECONDS, Ask, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, cancelled_record, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
@@ -59,6 +59,7 @@ from engine.store import (
     StoreError,
     VersionConflict,
 )
+from engine.takeover import Review, is_takeover, over_cap, review, sendable, stopped_record, to_hand
 from engine.threads import in_thread
 
 logger = logging.getLogger(__name__)
@@ -224,7 +225,11 @@ class RunEngine:
             if status is None:
                 return run
             token, lease_until = new_token(self.owner), self._clock() + self._lease
+            takeover = is_takeover(run, now=self._clock())
+            handing, takeovers = to_hand(run), run.takeovers + 1 if takeover else None
             try:
+                if takeover and over_cap(run):  # taken over too often: fail closed instead
+                    return await self._stop(run)
                 version = await self._io(
                     self._store.claim,
                     run.run_id,
@@ -233,12 +238,18 @@ class RunEngine:
                     owner=token,
                     lease_until=lease_until,
                     now=self._clock(),
+                    handing=handing,
+                    takeovers=takeovers,
                 )
             except VersionConflict:
                 run = await self._io(self._store.load, run.run_id, snapshot=False)
                 continue
             refresh = run.status is RunStatus.WAITING and not run.decided_asks()
             claimed = run.evolve(version=version, status=status, lease_owner=token, lease_until=lease_until)
+            claimed = claimed.evolve(
+                asks={k: replace(a, handed=token) if k in handing else a for k, a in run.asks.items()},
+                takeovers=run.takeovers if takeovers is None else takeovers,
+            )
             run = await self._hold(claimed, refresh_only=refresh)
         logger.warning("run %s: still has work after %d rounds; the sweeper will go on", run_id, MAX_ROUNDS)
         return run
@@ -380,9 +391,20 @@ class RunEngine:
                     unposted = {FINAL}
                 elif refresh_only:  # nothing to run: write the state anew (new TTL), release
                     target = run.evolve(status=RunStatus.WAITING, lease_owner=None, lease_until=None, state_ref=None)
+                elif (reviewed := self._reviewed(run)).new_asks and not sendable(reviewed.run):
+                    # Only approvals a dead pass got: ask about them again, run nothing.
+                    now = self._clock()
+                    target = reviewed.run.evolve(
+                        status=RunStatus.WAITING, lease_owner=None, lease_until=None, updated_at=now, stalled=0
+                    )
+                    target = target.evolve(stalled_at=None, takeovers=0)
+                    unposted = {a.key for a in reviewed.new_asks}
                 else:
-                    decided = run.decided_asks()
-                    responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
+                    run = reviewed.run
+                    decided = sendable(run)
+                    responses = [
+                        (a.interrupt_id, response_for(a, a.decision, run_id=run.run_id)) for a in decided if a.decision
+                    ]
                     stale = stale_answers(run)
                     step = await self._pass(run, responses, stale=stale)
                     now = self._clock()
@@ -395,7 +417,7 @@ class RunEngine:
                         stale=stale,
                         rules_for=lambda raised: self._rules(policy, raised, now=now),
                     )
-                    target = outcome.run
+                    target = outcome.run.evolve(takeovers=0)
                     if step.nodes or run.progress is not None:
                         # (A pass that followed nothing, say one that could not build its
                         # graph, still settles the saved nodes, so the message cannot stay
@@ -409,12 +431,32 @@ class RunEngine:
                         )
                     # Nobody can have posted these: the asks are new, the end is this pass's.
                     unposted = {a.key for a in outcome.new_asks} | ({FINAL} if target.status.terminal else set())
+                    unposted |= {a.key for a in reviewed.new_asks}
                 saved, landed = await self._saver.save(run, target, beat=beat)
             crash_point("saved")
             if not landed:
                 return saved
             audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
             return await self._courier.deliver(saved, unposted=unposted)
+
+    def _reviewed(self, run: Run) -> Review:
+        """``run`` with what a dead pass got and must not get again asked anew (``engine.takeover``)."""
+        policy = self._policy(run.graph)
+        now = self._clock()
+
+        def rules(ask: Ask) -> AskRules:
+            tool = ask.tool.name if ask.tool is not None else None
+            return policy.rules_for(name=ask.name, tool=tool, now=now, default_expires_after=self._default_wait)
+
+        return review(run, now=now, idempotent=policy.idempotent, rules_for=rules)
+
+    async def _stop(self, run: Run) -> Run:
+        """Fail ``run`` closed after too many takeovers (conditional on the version read)."""
+        saved = await self._io(self._store.save, stopped_record(run, now=self._clock()), expected_version=run.version)
+        logger.error("run %s: %s", run.run_id, saved.error)
+        audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
+        with self._work():
+            return await self._courier.deliver(saved, unposted={FINAL})
 
     def _policy(self, graph: str) -> Policy:
         try:
