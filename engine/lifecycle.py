@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, cast
 
-from engine import audit
+from engine import audit, takeover
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
 from engine.crash import crash_point
@@ -59,7 +59,6 @@ from engine.store import (
     StoreError,
     VersionConflict,
 )
-from engine.takeover import Review, is_takeover, over_cap, review, sendable, stopped_record, to_hand
 from engine.threads import in_thread
 
 logger = logging.getLogger(__name__)
@@ -225,10 +224,10 @@ class RunEngine:
             if status is None:
                 return run
             token, lease_until = new_token(self.owner), self._clock() + self._lease
-            takeover = is_takeover(run, now=self._clock())
-            handing, takeovers = to_hand(run), run.takeovers + 1 if takeover else None
+            dead_holder = takeover.is_takeover(run, now=self._clock())
+            handing, takeovers = takeover.to_hand(run), run.takeovers + 1 if dead_holder else None
             try:
-                if takeover and over_cap(run):  # taken over too often: fail closed instead
+                if dead_holder and takeover.over_cap(run):  # taken over too often: fail closed instead
                     return await self._stop(run)
                 version = await self._io(
                     self._store.claim,
@@ -246,10 +245,7 @@ class RunEngine:
                 continue
             refresh = run.status is RunStatus.WAITING and not run.decided_asks()
             claimed = run.evolve(version=version, status=status, lease_owner=token, lease_until=lease_until)
-            claimed = claimed.evolve(
-                asks={k: replace(a, handed=token) if k in handing else a for k, a in run.asks.items()},
-                takeovers=run.takeovers if takeovers is None else takeovers,
-            )
+            claimed = takeover.claimed_record(claimed, handing=handing, takeovers=takeovers)
             run = await self._hold(claimed, refresh_only=refresh)
         logger.warning("run %s: still has work after %d rounds; the sweeper will go on", run_id, MAX_ROUNDS)
         return run
@@ -391,26 +387,21 @@ class RunEngine:
                     unposted = {FINAL}
                 elif refresh_only:  # nothing to run: write the state anew (new TTL), release
                     target = run.evolve(status=RunStatus.WAITING, lease_owner=None, lease_until=None, state_ref=None)
-                elif (reviewed := self._reviewed(run)).new_asks and not sendable(reviewed.run):
+                elif (reviewed := self._reviewed(run)).new_asks and not takeover.sendable(reviewed.run):
                     # Only approvals a dead pass got: ask about them again, run nothing.
                     now = self._clock()
-                    target = reviewed.run.evolve(
-                        status=RunStatus.WAITING, lease_owner=None, lease_until=None, updated_at=now, stalled=0
-                    )
-                    target = target.evolve(stalled_at=None, takeovers=0)
-                    unposted = {a.key for a in reviewed.new_asks}
+                    target, unposted = takeover.asked_again(reviewed, now=now), {a.key for a in reviewed.new_asks}
                 else:
-                    run = reviewed.run
-                    decided = sendable(run)
+                    decided = takeover.sendable(reviewed.run)
                     responses = [
                         (a.interrupt_id, response_for(a, a.decision, run_id=run.run_id)) for a in decided if a.decision
                     ]
-                    stale = stale_answers(run)
+                    stale = stale_answers(reviewed.run)
                     step = await self._pass(run, responses, stale=stale)
                     now = self._clock()
                     policy = self._policy(run.graph)
                     outcome = settle(
-                        run,
+                        reviewed.run,  # with any "may have acted" asks: a re-raised interrupt finds its own
                         step,
                         sent=[a.key for a in decided],
                         now=now,
@@ -439,7 +430,7 @@ class RunEngine:
             audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
             return await self._courier.deliver(saved, unposted=unposted)
 
-    def _reviewed(self, run: Run) -> Review:
+    def _reviewed(self, run: Run) -> takeover.Review:
         """``run`` with what a dead pass got and must not get again asked anew (``engine.takeover``)."""
         policy = self._policy(run.graph)
         now = self._clock()
@@ -448,11 +439,12 @@ class RunEngine:
             tool = ask.tool.name if ask.tool is not None else None
             return policy.rules_for(name=ask.name, tool=tool, now=now, default_expires_after=self._default_wait)
 
-        return review(run, now=now, idempotent=policy.idempotent, rules_for=rules)
+        return takeover.review(run, now=now, idempotent=policy.idempotent, rules_for=rules)
 
     async def _stop(self, run: Run) -> Run:
         """Fail ``run`` closed after too many takeovers (conditional on the version read)."""
-        saved = await self._io(self._store.save, stopped_record(run, now=self._clock()), expected_version=run.version)
+        stopped = takeover.stopped_record(run, now=self._clock())
+        saved = await self._io(self._store.save, stopped, expected_version=run.version)
         logger.error("run %s: %s", run.run_id, saved.error)
         audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
         with self._work():

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from engine.audit import AuditEvent, appended
 from engine.policy import AskRules
-from engine.records import Ask, AskStatus, RetryOf, Run, Verdict
+from engine.records import Ask, AskStatus, RetryOf, Run, RunStatus, Verdict
 from engine.saving import failed_record
 from engine.settle import new_ask_key
 from engine.sources import response_for
@@ -47,6 +47,13 @@ def is_takeover(run: Run, *, now: float) -> bool:
 def to_hand(run: Run) -> list[str]:
     """The decided asks a claim of ``run`` marks as handed to its pass (not yet handed)."""
     return [a.key for a in run.decided_asks() if a.handed is None]
+
+
+def claimed_record(claimed: Run, *, handing: Collection[str], takeovers: int | None) -> Run:
+    """The claimer's copy of what its claim wrote (``RunStore.claim``'s ``handing`` and ``takeovers``)."""
+    token = claimed.lease_owner
+    asks = {k: replace(a, handed=token) if k in handing else a for k, a in claimed.asks.items()}
+    return claimed.evolve(asks=asks, takeovers=claimed.takeovers if takeovers is None else takeovers)
 
 
 def handed_to_dead_pass(run: Run) -> list[Ask]:
@@ -119,6 +126,21 @@ def review(
     trail, dropped = appended(run.audit, run.audit_dropped, events)
     asks.update({a.key: a for a in new_asks})
     return Review(run=run.evolve(asks=asks, audit=trail, audit_dropped=dropped), new_asks=new_asks)
+
+
+def asked_again(reviewed: Review, *, now: float) -> Run:
+    """The record to save when a takeover only found approvals to ask about again: the run
+    waits for Retry or Skip, its state as saved, nothing run (a landed save: the count
+    of takeovers starts again)."""
+    return reviewed.run.evolve(
+        status=RunStatus.WAITING,
+        lease_owner=None,
+        lease_until=None,
+        updated_at=now,
+        stalled=0,
+        stalled_at=None,
+        takeovers=0,
+    )
 
 
 def over_cap(run: Run) -> bool:
