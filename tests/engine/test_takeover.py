@@ -6,6 +6,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 import tests.support.graphs as test_graphs
 from engine import RunEngine
 from engine.policy import AskRules
@@ -255,3 +257,20 @@ async def test_a_run_taken_over_too_often_fails_closed_and_its_requester_is_told
     assert test_graphs.markers() == []
     assert all(a.status is AskStatus.OBSOLETE for a in swept.asks.values())
     assert await engine(store, publisher).sweep() == [], "nothing runs again"
+
+
+def test_graph_def_declares_idempotent_tools_and_asks_and_refuses_a_bare_string(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from graph_defs import registry
+    from graph_defs.registry import GraphDefinitionError, get_graph, graph_def
+
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))  # the probe leaves nothing behind
+
+    def build() -> None: ...
+
+    graph_def("takeover-idempotent-probe", idempotent=["lookup", "approve_read"])(build)
+    assert get_graph("takeover-idempotent-probe").policy.idempotent == frozenset({"lookup", "approve_read"})
+    assert get_graph("guarded-write").policy.idempotent == frozenset(), "none unless declared"
+    with pytest.raises(GraphDefinitionError, match="idempotent"):
+        graph_def("takeover-idempotent-bad", idempotent="lookup")
