@@ -28,6 +28,7 @@ MAX_TEXT = 300
 KINDS = {
     "started": "started the run",
     "asked": "asked",
+    "may_have_acted": "asked again: its approved step stopped before it was saved",
     "voted": "approved (not yet enough approvals)",
     "decided": "decided",
     "edited": "approved with edits",

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, cast
 
-from engine import audit
+from engine import audit, takeover
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
 from engine.brake import Brake
@@ -52,7 +52,7 @@ from engine.ports import (
     UnknownGraph,
 )
 from engine.progress import Tracker, saved_progress
-from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
+from engine.records import STATE_REFRESH_MARGIN_SECONDS, Ask, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, cancelled_record, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
@@ -244,7 +244,11 @@ class RunEngine:
             if status is None:
                 return run
             token, lease_until = new_token(self.owner), self._clock() + self._lease
+            dead_holder = takeover.is_takeover(run, now=self._clock())
+            handing, takeovers = takeover.to_hand(run), run.takeovers + 1 if dead_holder else None
             try:
+                if dead_holder and takeover.over_cap(run):  # taken over too often: fail closed instead
+                    return await self._stop(run)
                 version = await self._io(
                     self._store.claim,
                     run.run_id,
@@ -253,6 +257,8 @@ class RunEngine:
                     owner=token,
                     lease_until=lease_until,
                     now=self._clock(),
+                    handing=handing,
+                    takeovers=takeovers,
                 )
             except VersionConflict:
                 run = await self._io(self._store.load, run.run_id, snapshot=False)
@@ -260,6 +266,7 @@ class RunEngine:
             refresh = run.status is RunStatus.WAITING and not run.decided_asks()
             cause = Cause.TAKEOVER if run.status.leased else Cause.SWEEPER
             claimed = run_to(run, status, cause=cause, version=version, lease_owner=token, lease_until=lease_until)
+            claimed = takeover.claimed_record(claimed, handing=handing, takeovers=takeovers)
             run = await self._hold(claimed, refresh_only=refresh)
         logger.warning("run %s: still has work after %d rounds; the sweeper will go on", run_id, MAX_ROUNDS)
         return run
@@ -421,22 +428,28 @@ class RunEngine:
                     target = run_to(
                         run, RunStatus.WAITING, cause=Cause.PASS, lease_owner=None, lease_until=None, state_ref=None
                     )
+                elif (reviewed := self._reviewed(run)).new_asks and not takeover.sendable(reviewed.run):
+                    # Only approvals a dead pass got: ask about them again, run nothing.
+                    now = self._clock()
+                    target, unposted = takeover.asked_again(reviewed, now=now), {a.key for a in reviewed.new_asks}
                 else:
-                    decided = run.decided_asks()
-                    responses = [(a.interrupt_id, response_for(a, a.decision)) for a in decided if a.decision]
-                    stale = stale_answers(run)
+                    decided = takeover.sendable(reviewed.run)
+                    responses = [
+                        (a.interrupt_id, response_for(a, a.decision, run_id=run.run_id)) for a in decided if a.decision
+                    ]
+                    stale = stale_answers(reviewed.run)
                     step = await self._pass(run, responses, stale=stale)
                     now = self._clock()
                     policy = self._policy(run.graph)
                     outcome = settle(
-                        run,
+                        reviewed.run,  # with any "may have acted" asks: a re-raised interrupt finds its own
                         step,
                         sent=[a.key for a in decided],
                         now=now,
                         stale=stale,
                         rules_for=lambda raised: self._rules(policy, raised, now=now),
                     )
-                    target = outcome.run
+                    target = outcome.run.evolve(takeovers=0)
                     if step.nodes or run.progress is not None:
                         # (A pass that followed nothing, say one that could not build its
                         # graph, still settles the saved nodes, so the message cannot stay
@@ -450,12 +463,33 @@ class RunEngine:
                         )
                     # Nobody can have posted these: the asks are new, the end is this pass's.
                     unposted = {a.key for a in outcome.new_asks} | ({FINAL} if target.status.terminal else set())
+                    unposted |= {a.key for a in reviewed.new_asks}
                 saved, landed = await self._saver.save(run, target, beat=beat)
             crash_point("saved")
             if not landed:
                 return saved
             audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
             return await self._courier.deliver(saved, unposted=unposted)
+
+    def _reviewed(self, run: Run) -> takeover.Review:
+        """``run`` with what a dead pass got and must not get again asked anew (``engine.takeover``)."""
+        policy = self._policy(run.graph)
+        now = self._clock()
+
+        def rules(ask: Ask) -> AskRules:
+            tool = ask.tool.name if ask.tool is not None else None
+            return policy.rules_for(name=ask.name, tool=tool, now=now, default_expires_after=self._default_wait)
+
+        return takeover.review(run, now=now, idempotent=policy.idempotent, rules_for=rules)
+
+    async def _stop(self, run: Run) -> Run:
+        """Fail ``run`` closed after too many takeovers (conditional on the version read)."""
+        stopped = takeover.stopped_record(run, now=self._clock())
+        saved = await self._io(self._store.save, stopped, expected_version=run.version)
+        logger.error("run %s: %s", run.run_id, saved.error)
+        audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
+        with self._work():
+            return await self._courier.deliver(saved, unposted={FINAL})
 
     def _policy(self, graph: str) -> Policy:
         try:

@@ -93,6 +93,9 @@ class Policy:
     escalate_to: tuple[str, ...] = ()
     escalate_after: float | None = None
     asks: Mapping[str, AskPolicy] = field(default_factory=dict)
+    # Tools or asks (by name) whose approved call may run twice harmlessly: a takeover sends
+    # their approval again instead of asking first (``engine.takeover``).
+    idempotent: frozenset[str] = frozenset()
 
     @classmethod
     def declare(

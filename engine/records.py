@@ -163,6 +163,28 @@ class ToolCall:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RetryOf:
+    """What a "may have acted" ask stands in for (``engine.takeover``).
+
+    An approval was handed to a pass that died before saving: the tool may have run. The
+    new ask offers Retry (send ``response`` again: the original answer, with the original
+    ask's ``approval_id``) or Skip. ``key`` is the original ask's, so every delivery of
+    that answer carries the same ``approval_id`` whatever card it comes from.
+    """
+
+    key: str
+    response: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        # As JSON text: both stores keep it as it is (DynamoDB maps cannot hold every value).
+        return {"key": self.key, "response": json.dumps(self.response, sort_keys=True, default=str)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RetryOf:
+        return cls(key=str(data["key"]), response=json.loads(data["response"]))
+
+
+@dataclass(frozen=True, kw_only=True)
 class Ask:
     """One interrupt of one run, shown to people as one card.
 
@@ -191,6 +213,12 @@ class Ask:
     escalated: bool = False  # the escalation group was added to who may decide
     notices: tuple[str, ...] = ()  # reminders and escalations claimed by a sweeper, in order
     notified: int = 0  # how many of ``notices`` Slack accepted
+    # The lease token of the pass this ask's answer was first handed to, written by the
+    # claim that starts that pass (``RunStore.claim``, ``RunStore.decide`` with a claim):
+    # a takeover that finds it on an ask still decided knows the answer reached a pass
+    # that died, and an approval is then not sent again silently (``engine.takeover``).
+    handed: str | None = None
+    retry_of: RetryOf | None = None  # a "may have acted" ask: what Retry sends again
 
     @property
     def view(self) -> str:
@@ -249,6 +277,10 @@ class Ask:
             data["notices"] = list(self.notices)
         if self.notified:
             data["notified"] = self.notified
+        if self.handed is not None:
+            data["handed"] = self.handed
+        if self.retry_of is not None:
+            data["retry_of"] = self.retry_of.to_dict()
         return data
 
     def next_deadline(self) -> float | None:
@@ -292,6 +324,8 @@ class Ask:
             escalated=bool(data.get("escalated")),
             notices=tuple(data.get("notices") or ()),
             notified=int(data.get("notified") or 0),
+            handed=data.get("handed"),
+            retry_of=RetryOf.from_dict(data["retry_of"]) if data.get("retry_of") else None,
         )
 
 
@@ -334,6 +368,9 @@ class Run:
     audit_dropped: int = 0  # older events let go (they are in the log)
     cancelled_by: str | None = None  # who asked to cancel (a holder ends the run at its save)
     progress: Progress | None = None  # its nodes as saved, and its status message
+    # Takeovers of the current step in a row without a landed save (``engine.takeover``):
+    # set by the claim that takes a dead holder's run over, reset by a save that lands.
+    takeovers: int = 0
     # Where the store keeps the state (store-owned; the engine only passes it back). Not
     # part of a run's identity: the same run read from two stores compares equal.
     state_ref: dict[str, Any] | None = field(default=None, compare=False)
@@ -431,6 +468,7 @@ class Run:
             "audit_dropped": self.audit_dropped or None,
             "cancelled_by": self.cancelled_by,
             "progress": self.progress.to_dict() if self.progress is not None else None,
+            "takeovers": self.takeovers or None,
         }
 
     @classmethod
@@ -461,4 +499,5 @@ class Run:
             audit_dropped=int(data.get("audit_dropped") or 0),
             cancelled_by=data.get("cancelled_by"),
             progress=Progress.from_dict(data["progress"]) if data.get("progress") else None,
+            takeovers=int(data.get("takeovers") or 0),
         )

@@ -2,7 +2,11 @@
 
 Graph code receives the same JSON object for every decision, whichever button was
 clicked, so that a gate written once keeps working as buttons are added:
-``{"decision": "approve" | "reject" | "reply", "text": str | None, "user": "U…"}``.
+``{"decision": "approve" | "reject" | "reply", "text": str | None, "user": "U…",
+"approval_id": str}``. ``approval_id`` is the same every time this ask's answer is
+delivered (a node run again after a crash or a takeover, a Retry on a "may have acted"
+card) and differs for every other ask: graph code passes it to the system it acts on as
+an idempotency key, so that system can drop a second delivery the bot could not rule out.
 Two sources get one more button: an Edit on a ``BeforeToolCallEvent`` gate sends
 ``"approve"`` plus ``"edited_input"`` (and the engine makes the tool run with it), a
 Retry on a ``review_after`` ask sends ``"retry"``. Strands' own ``HumanInTheLoop``
@@ -59,25 +63,61 @@ def _trust_enabled(*, graph: Graph, node_id: str) -> bool:
     return False
 
 
-def response_for(ask: Ask, decision: Decision) -> Any:
+def approval_id(run_id: str, ask: Ask) -> str:
+    """The idempotency key of ``ask``'s answer: the run and the ask that was first answered.
+
+    A "may have acted" ask (``Ask.retry_of``) carries its original ask's key, so a Retry
+    delivers the original approval under the original id.
+    """
+    return f"{run_id}:{ask.retry_of.key if ask.retry_of is not None else ask.key}"
+
+
+SKIPPED_TEXT = "skipped: the step that got this approval stopped before it was saved, so it may already have run"
+
+
+def response_for(ask: Ask, decision: Decision, *, run_id: str) -> Any:
     """The value ``interrupt(...)`` returns in graph code for this decision."""
+    if ask.retry_of is not None:
+        return _retry_response(ask, decision, run_id=run_id)
     if ask.name == HITL_INTERRUPT_NAME:
         return _hitl_response(ask, decision)
+    key = approval_id(run_id, ask)
     if decision.expired:  # nobody answered in time: a rejection by nobody
-        return {"decision": Verdict.REJECT.value, "text": decision.text, "user": None, "expired": True}
+        expired: dict[str, Any] = {"decision": Verdict.REJECT.value, "text": decision.text, "user": None}
+        return {**expired, "expired": True, "approval_id": key}
     if decision.verdict is Verdict.REPLY and ask.rules.quorum > 1:
         # One person's reply must not stand in for several approvals, whatever the graph
         # makes of a reply: under a quorum it sends the question back, as a rejection.
-        return {"decision": Verdict.REJECT.value, "text": decision.text, "user": decision.user, "reply": True}
+        return {
+            "decision": Verdict.REJECT.value,
+            "text": decision.text,
+            "user": decision.user,
+            "reply": True,
+            "approval_id": key,
+        }
     # An edit is an approval of the edited call: gates written for approve/reject keep working.
     verdict = Verdict.APPROVE if decision.verdict is Verdict.EDIT else decision.verdict
     response: dict[str, Any] = {"decision": verdict.value, "text": decision.text, "user": decision.user}
+    response["approval_id"] = key
     if decision.edited_input is not None:
         response["edited_input"] = decision.edited_input
     if verdict is Verdict.APPROVE:
         # Everyone whose approval counted, in order (one name without a quorum).
         response["approvers"] = [*ask.voters(), decision.user]
     return response
+
+
+def _retry_response(ask: Ask, decision: Decision, *, run_id: str) -> Any:
+    """A "may have acted" ask: Retry sends the original answer again, as it was (the tool
+    runs again, knowingly); Skip (or nobody answering in time) rejects the call, saying why."""
+    assert ask.retry_of is not None
+    if decision.verdict is Verdict.RETRY and not decision.expired:
+        return ask.retry_of.response
+    if ask.name == HITL_INTERRUPT_NAME:
+        return "no"
+    text = SKIPPED_TEXT + (f" ({decision.text})" if decision.text else "")
+    user = None if decision.expired else decision.user
+    return {"decision": Verdict.REJECT.value, "text": text, "user": user, "approval_id": approval_id(run_id, ask)}
 
 
 def denies(ask: Ask) -> bool:

@@ -175,6 +175,7 @@ class RunStore(Protocol):
         claimed in the same write (status resuming, the lease given); the returned run's
         ``lease_owner`` says whether that happened. A run someone holds is decided alone:
         its holder adopts the decision when its own save finds the version moved.
+        A claim marks the decided ask as handed to it (``Ask.handed = claim.owner``).
         ``card`` is where the click came from: recorded if the ask has no card yet (a
         process died between posting the card and recording it), so it gets updated.
         Raises DecisionRefused (with the stored run) when the policy forbids it,
@@ -201,6 +202,8 @@ class RunStore(Protocol):
         owner: str,
         lease_until: float,
         now: float,
+        handing: Sequence[str] = (),
+        takeovers: int | None = None,
     ) -> int:
         """Take the run's lease iff its version is ``expected_version``.
 
@@ -208,6 +211,11 @@ class RunStore(Protocol):
         the new version. Writes no snapshot (cheap). Raises VersionConflict. A retry
         whose first attempt landed (its response was lost) finds its own lease token
         stored and succeeds, whatever the version is by then.
+
+        In the same write, the asks named in ``handing`` (decided ones the pass will send)
+        get ``handed = owner``, and ``takeovers`` (when given) is stored as
+        ``Run.takeovers``: the record says which answers reached a pass before it runs
+        (``engine.takeover``).
         """
         ...
 

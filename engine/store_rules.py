@@ -65,7 +65,8 @@ def decided(
         asks={**run.asks, ask_key: ask}, version=run.version + 1, updated_at=now, audit=trail, audit_dropped=dropped
     )
     if claim is not None and ask.status is AskStatus.DECIDED and claimable_with_decision(run, now=now):
-        new = new.evolve(status=RunStatus.RESUMING, lease_owner=claim.owner, lease_until=claim.until)
+        handed = {**new.asks, ask_key: replace(ask, handed=claim.owner)}  # in the claim: ``engine.takeover``
+        new = new.evolve(status=RunStatus.RESUMING, lease_owner=claim.owner, lease_until=claim.until, asks=handed)
     return new
 
 

@@ -16,6 +16,7 @@ Runs::
     resuming ──pass──▶ waiting | completed | failed | rejected
     resuming ──cancel─▶ cancelled
     running | resuming ──takeover──▶ running | resuming   (its holder's lease expired)
+    running | resuming ──takeover──▶ waiting  (only approvals a dead pass got: asked again, nothing run)
     running | resuming ──fallback──▶ failed  (a save that cannot land; an announcement refused)
     waiting  ──fallback──▶ failed            (a run left with nothing to answer: ``engine.invariants``)
 
@@ -23,6 +24,7 @@ Asks::
 
     pending ──click | sweeper(expiry)──▶ decided   (expiry is a decision by nobody)
     decided ──pass──▶ consumed                     (the graph received it)
+    decided ──takeover──▶ consumed                 (a dead pass got it; a "may have acted" ask replaces it)
     pending | decided ──▶ obsolete, with why:
         moved_on: a pass (the run went on or ended without it)
         changed:  a pass (asked again with other content; its answer is void)
@@ -74,12 +76,14 @@ RUN_TRANSITIONS: dict[tuple[RunStatus, RunStatus], frozenset[Cause]] = {
     (R.RESUMING, R.RESUMING): frozenset({C.TAKEOVER}),
     (R.RESUMING, R.RUNNING): frozenset({C.TAKEOVER}),  # taken over with no state saved: from the task
     (R.RUNNING, R.RESUMING): frozenset({C.TAKEOVER}),
+    (R.RUNNING, R.WAITING): frozenset({C.PASS, C.TAKEOVER}),
+    (R.RESUMING, R.WAITING): frozenset({C.PASS, C.TAKEOVER}),
 }
 """(from, to) -> who may cause it. A run's status kept as it is by anyone else is no transition."""
 
 ASK_TRANSITIONS: dict[tuple[AskStatus, AskStatus], frozenset[Cause]] = {
     (A.PENDING, A.DECIDED): frozenset({C.CLICK, C.SWEEPER}),
-    (A.DECIDED, A.CONSUMED): frozenset({C.PASS}),
+    (A.DECIDED, A.CONSUMED): frozenset({C.PASS, C.TAKEOVER}),
     (A.PENDING, A.OBSOLETE): frozenset({C.PASS, C.CANCEL, C.FALLBACK}),
     (A.DECIDED, A.OBSOLETE): frozenset({C.PASS, C.CANCEL, C.FALLBACK}),
 }

@@ -7,7 +7,8 @@
     def build() -> Graph: ...
 
 The approval policy goes with the definition: ``@graph_def("payout", approvers=["S0FINANCE"],
-quorum=2, asks={"send_payment": AskPolicy(expires_after=3600)})``.
+quorum=2, asks={"send_payment": AskPolicy(expires_after=3600)})``; ``idempotent=["lookup"]``
+names tools or asks whose approved call may run twice harmlessly (see ``graph_def``).
 
 Importing this package must stay light: the Slack ack path imports it, and importing
 strands takes seconds. So only the registry (which imports strands lazily) is loaded

@@ -17,7 +17,7 @@ import importlib
 import pkgutil
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from engine.policy import AskPolicy, Policy, PolicyError
@@ -124,6 +124,7 @@ def graph_def(
     escalate_to: Sequence[str] | None = None,
     escalate_after: float | None = None,
     asks: Mapping[str, AskPolicy] | None = None,
+    idempotent: Sequence[str] | None = None,
 ) -> Callable[[F], F]:
     """Register the decorated function as the factory of the graph called ``name``.
 
@@ -132,6 +133,12 @@ def graph_def(
     ``escalate_to``, seconds for the waits, and ``asks`` for stricter terms on particular
     tools or interrupts (``asks={"send_payment": AskPolicy(quorum=2)}``). The policy is
     checked here, when the module is imported, so a mistake stops the bot at start.
+
+    ``idempotent`` names tools or asks whose approved call may safely run twice (it
+    passes ``approval_id`` on as an idempotency key, or only reads). When the process
+    running an approved call dies before saving, the bot cannot know whether the call
+    ran: it posts a "may have acted" card (Retry or Skip) for it, unless it is named
+    here, in which case it simply sends the approval again.
 
     The function is returned unchanged, so it can still be called directly (e.g. in tests).
 
@@ -157,6 +164,10 @@ def graph_def(
             escalate_after=escalate_after,
             asks=asks,
         )
+        if idempotent is not None:
+            if isinstance(idempotent, str) or not all(isinstance(n, str) and n for n in idempotent):
+                raise PolicyError("idempotent must be a list of tool or ask names")
+            policy = replace(policy, idempotent=frozenset(idempotent))
     except PolicyError as error:
         raise GraphDefinitionError(f"graph {name!r}: {error}") from None
 

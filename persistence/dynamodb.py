@@ -306,6 +306,7 @@ class DynamoRunStore:
                 sets.append("sweep_at = if_not_exists(lease_until, :now)")
             else:
                 sets += ["#st = :resuming", "lease_owner = :owner", "lease_until = :until", "sweep_at = :until"]
+                sets.append("asks.#k.handed = :owner")  # handed to the pass this claim starts
                 conditions.append("#st = :waiting AND (attribute_not_exists(lease_owner) OR lease_until < :now)")
                 values.update(
                     {
@@ -371,26 +372,41 @@ class DynamoRunStore:
         owner: str,
         lease_until: float,
         now: float,
+        handing: Sequence[str] = (),
+        takeovers: int | None = None,
     ) -> int:
         if not status.leased:
             raise ValueError(f"claim takes a lease: status must be running or resuming, not {status}")
+        names = {"#st": "status", "#version": "version"}
+        values: dict[str, Any] = {
+            ":status": {"S": status.value},
+            ":owner": {"S": owner},
+            ":until": items.wire(lease_until),
+            ":now": items.wire(now),
+            ":one": {"N": "1"},
+            ":expected": items.wire(expected_version),
+            ":sweep": {"S": items.SWEEP_PK},
+        }
+        sets = [
+            "#st = :status, lease_owner = :owner, lease_until = :until, updated_at = :now",
+            "#version = #version + :one, sweep_pk = :sweep, sweep_at = :until",
+        ]
+        # The answers this pass will send are marked as handed to it in the same write
+        # (``engine.takeover``): no write is added to know what reached a pass.
+        for n, ask_key in enumerate(dict.fromkeys(handing)):
+            names[f"#h{n}"] = ask_key
+            sets.append(f"asks.#h{n}.handed = :owner")
+        if takeovers is not None:
+            values[":takeovers"] = items.wire(takeovers)
+            sets.append("takeovers = :takeovers")
         try:
             self._ddb.update_item(
                 TableName=self._table,
                 Key=items.key(run_id),
-                UpdateExpression="SET #st = :status, lease_owner = :owner, lease_until = :until,"
-                " updated_at = :now, #version = #version + :one, sweep_pk = :sweep, sweep_at = :until",
+                UpdateExpression="SET " + ", ".join(sets),
                 ConditionExpression="#version = :expected",
-                ExpressionAttributeNames={"#st": "status", "#version": "version"},
-                ExpressionAttributeValues={
-                    ":status": {"S": status.value},
-                    ":owner": {"S": owner},
-                    ":until": items.wire(lease_until),
-                    ":now": items.wire(now),
-                    ":one": {"N": "1"},
-                    ":expected": items.wire(expected_version),
-                    ":sweep": {"S": items.SWEEP_PK},
-                },
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:

@@ -25,6 +25,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
 from engine.audit import AuditEvent
@@ -224,6 +225,8 @@ class SqliteRunStore:
         owner: str,
         lease_until: float,
         now: float,
+        handing: Sequence[str] = (),
+        takeovers: int | None = None,
     ) -> int:
         _require_leased(status)
         with self._write() as conn:
@@ -240,6 +243,8 @@ class SqliteRunStore:
                 lease_until=lease_until,
                 updated_at=now,
                 version=expected_version + 1,
+                asks={k: replace(a, handed=owner) if k in handing else a for k, a in run.asks.items()},
+                takeovers=run.takeovers if takeovers is None else takeovers,
             )
             self._update(conn, new, expected_version=expected_version)
         return new.version

@@ -70,6 +70,14 @@ ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 MAX_ACTION_VALUE = 200
 
 _STYLES = {Verdict.APPROVE: "primary", Verdict.REJECT: "danger"}
+# A "may have acted" ask (``Ask.retry_of``, ``engine.takeover``): the same question, asked
+# again because its approval reached a step that stopped before it was saved.
+MAY_HAVE_ACTED_LABELS = {Verdict.RETRY: "Retry", Verdict.REJECT: "Skip"}
+MAY_HAVE_ACTED_WARNING = (
+    ":warning: *This was approved, but the step running it stopped before it was saved: "
+    "the tool may have acted.* Check, then *Retry* (it runs again) or *Skip* (it is not run again)."
+)
+_MAY_HAVE_ACTED_OUTCOMES = {Verdict.RETRY: "🔁 Retried", Verdict.REJECT: "⏭️ Skipped"}
 _OUTCOMES = {
     Verdict.APPROVE: "✅ Approved",
     Verdict.REJECT: "❌ Rejected",
@@ -132,9 +140,10 @@ def ask_card(
     ``verdicts`` defaults to the ones the ask was raised with (``ask.verdicts``).
     """
     value = encode_action_value(run_id=run.run_id, ask_key=ask.key)
+    labels = MAY_HAVE_ACTED_LABELS if ask.retry_of is not None else VERDICT_LABELS
     buttons = [
         ButtonElement(
-            text=PlainTextObject(text=VERDICT_LABELS[v], emoji=False),
+            text=PlainTextObject(text=labels.get(v, VERDICT_LABELS[v]), emoji=False),
             action_id=action_id_for(v),
             value=value,
             style=_STYLES.get(v),
@@ -150,9 +159,12 @@ def ask_card(
         terms_block(ask),
         ActionsBlock(block_id=card_block_id(ask.key), elements=buttons),
     ]
+    if ask.retry_of is not None:
+        blocks.insert(-2, SectionBlock(text=MarkdownTextObject(text=MAY_HAVE_ACTED_WARNING)))
     title = short(card_title(ask), HEADER_TEXT_LIMIT)
+    needs = "may have acted: check, then Retry or Skip" if ask.retry_of is not None else "needs a decision"
     return build(
-        text=f"{title}: {mention(run.started_by)}'s run of *{short(run.graph)}* needs a decision",
+        text=f"{title}: {mention(run.started_by)}'s run of *{short(run.graph)}* {needs}",
         blocks=blocks,
     )
 
@@ -226,7 +238,8 @@ def decided_outcome(ask: Ask) -> str:
         approvers = list(dict.fromkeys([*ask.voters(), decision.user]))
         count = f" · {len(approvers)} of {ask.rules.quorum} approvals" if ask.rules.quorum > 1 else ""
         return f"{_OUTCOMES[decision.verdict]} by {_people(approvers, joiner='and')} · {when}{count}"
-    outcome = f"{_OUTCOMES[decision.verdict]} by {mention(decision.user)} · {when}"
+    said = _MAY_HAVE_ACTED_OUTCOMES if ask.retry_of is not None else _OUTCOMES
+    outcome = f"{said.get(decision.verdict, _OUTCOMES[decision.verdict])} by {mention(decision.user)} · {when}"
     if ask.votes:  # a rejection or a reply after some approvals: say whose were overruled
         outcome += f" · after {len(ask.votes)} of {ask.rules.quorum} approvals ({_people(ask.voters(), joiner='and')})"
     return outcome

@@ -22,7 +22,14 @@ Reply or an expired ask cancels it (``event.cancel_tool``): the tool does not ru
 the agent reports why. A Reply does not approve here, because a quorum is counted in
 approvals and a Reply is one person's word.
 
-The payout is simulated (recorded in ``PAYOUTS``).
+Paying twice is what a payout must never do, and no bot can promise that alone: the
+process running ``send_payout`` may die after the money left and before that was saved.
+So the gate hands the answer's ``approval_id`` to the payment as its idempotency key
+(the same id on every delivery of this approval, a Retry included), and the payment
+system drops a second payment with a key it has seen. (After such a crash the bot asks
+"may have acted: Retry or Skip?" rather than paying again on its own.)
+
+The payout is simulated (recorded in ``PAYOUTS``, deduplicated by idempotency key).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from strands import Agent, tool
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.multiagent.graph import Graph, GraphBuilder
 from strands.types.content import Messages
+from strands.types.tools import ToolContext
 
 from graph_defs.examples._approval import read_answer
 from graph_defs.models import pick_model
@@ -48,6 +56,8 @@ QUORUM = 2
 
 PAYOUTS: list[dict[str, Any]] = []
 """Payouts sent in this process (simulated). Tests read it to prove nothing left without a quorum."""
+IDEMPOTENCY_KEYS: dict[str, str] = {}
+"""toolUseId -> the ``approval_id`` that approved that call, set by ``PayoutGate``."""
 
 _AMOUNT = re.compile(r"(?P<amount>\d+(?:\.\d+)?)\s*(?P<currency>[A-Za-z]{3})?\b")
 _PAYEE = re.compile(r"\bto\s+(?P<to>[A-Za-z][\w-]*)")
@@ -64,8 +74,8 @@ def parse_payout(task: str) -> dict[str, Any]:
     }
 
 
-@tool
-def send_payout(amount: float, currency: str, to: str) -> str:
+@tool(context=True)
+def send_payout(amount: float, currency: str, to: str, tool_context: ToolContext) -> str:
     """Pay money out to a payee. Irreversible: two approvers must approve every call.
 
     Args:
@@ -73,7 +83,11 @@ def send_payout(amount: float, currency: str, to: str) -> str:
         currency: ISO currency code, e.g. "EUR".
         to: The payee.
     """
-    PAYOUTS.append({"amount": amount, "currency": currency, "to": to})
+    # A real payment API takes this as its idempotency key (e.g. an Idempotency-Key header).
+    key = IDEMPOTENCY_KEYS.get(str(tool_context.tool_use["toolUseId"]))
+    if key is not None and any(p.get("idempotency_key") == key for p in PAYOUTS):
+        return f"Paid {amount:g} {currency} to {to} before, under this approval ({key}); not paid again."
+    PAYOUTS.append({"amount": amount, "currency": currency, "to": to, "idempotency_key": key})
     return f"Paid {amount:g} {currency} to {to}."
 
 
@@ -99,6 +113,8 @@ class PayoutGate(HookProvider):
             event.cancel_tool = f"Payout rejected by {answer.who}: {answer.reason}"
         elif answer.decision == "reply":
             event.cancel_tool = f"Payout held: {answer.who} replied instead of approving: {answer.reason}"
+        elif isinstance(response, dict) and isinstance(response.get("approval_id"), str):
+            IDEMPOTENCY_KEYS[str(event.tool_use["toolUseId"])] = response["approval_id"]
 
 
 def _plan(messages: Messages) -> Step:

@@ -88,7 +88,8 @@ async def test_a_container_killed_mid_pass_is_taken_over_once_its_lease_expires(
 ) -> None:
     """The click's container is killed while the approved tool runs (before its side effect and
     before any save). Its lease (``LEASE_SECONDS=5``) keeps the sweep away until it expires; then
-    the sweep fans the run out and the takeover runs the tool from the last saved state, once."""
+    the sweep fans the run out and the takeover, finding the approval handed to a dead pass, does
+    not run the tool again: it posts a "may have acted" card, whose Retry runs it, once."""
     d = deployment
     pool = d.pool(FAST)
     slow = d.pool({**FAST, "APPROVAL_BOT_TEST_SLOW_SECONDS": "60"})
@@ -118,12 +119,16 @@ async def test_a_container_killed_mid_pass_is_taken_over_once_its_lease_expires(
     (fan_out,) = d.local_lambda.take()
     assert assert_small_envelope(fan_out, "sweep_run")["run_id"] == run.run_id
     assert await d.replay_in(pool.new(), [fan_out]) == [{"ok": True}]
+    assert d.marker_lines() == [], "the takeover did not run the approved tool again"
+    (again,) = [m for m in d.slack.messages(CHANNEL) if "may have acted" in all_text(m)]
+    await user.click(message=again, label="Retry", user_id="U0BOB", channel_id=CHANNEL)
+    assert await d.replay_in(pool.new(), d.local_lambda.take()) == [{"ok": True}]
 
     done = finished_message(d.slack)
     assert done is not None and "writer result: wrote writer:hello" in all_text(done)
-    assert d.marker_lines() == ["writer:hello"], "the tool's side effect ran once"
+    assert d.marker_lines() == ["writer:hello"], "the tool's side effect ran once, on Retry"
     assert len(d.posts("final")) == 1
-    (ask,) = d.only_run().asks.values()
+    ask = next(a for a in d.only_run().asks.values() if a.retry_of is None)
     assert len(d.posts(ask.key)) == 1, "the card was never posted again"
     decided = d.slack.message(CHANNEL, card["ts"])
     assert decided is not None and live_buttons(decided) == [] and "Approved by <@U0BOB>" in str(decided["blocks"])

@@ -149,7 +149,7 @@ async def test_a_node_gate_rejection_logs_one_info_line_and_no_error(
     assert line.levelno == logging.INFO
     assert line.getMessage() == (
         f"run {run.run_id} (graph node-gate): node publish not run, its gate said no: "
-        "sign-off refused by <@U0BOB>: legal has not read it"
+        "sign-off refused by U0BOB: legal has not read it"
     )
     assert keys(rejections(final)) == [next(iter(final.asks))]
 

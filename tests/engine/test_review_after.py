@@ -113,7 +113,7 @@ async def test_reject_keeps_the_logs_from_the_agent(make_engine) -> None:
     final = await decide_and_resume(make_engine, run, ask.key, decision(Verdict.REJECT, "has PII", "U9"))
 
     assert final.status is RunStatus.COMPLETED and final.output is not None
-    assert "Rejected by <@U9>: has PII" in final.output and "ERROR" not in final.output
+    assert "Rejected by U9: has PII" in final.output and "ERROR" not in final.output
     assert len(incident.QUERIES) == 1
 
 
@@ -124,7 +124,7 @@ async def test_reply_passes_the_reviewers_note_along(make_engine) -> None:
     final = await decide_and_resume(make_engine, run, ask.key, decision(Verdict.REPLY, "502s are the LB drain", "U2"))
 
     assert final.status is RunStatus.COMPLETED and final.output is not None
-    assert "Reviewer <@U2> says: 502s are the LB drain" in final.output
+    assert "Reviewer U2 says: 502s are the LB drain" in final.output
     assert len(incident.QUERIES) == 1
 
 

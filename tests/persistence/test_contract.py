@@ -12,7 +12,8 @@ from dataclasses import replace
 
 import pytest
 
-from engine.records import ToolCall
+from engine.records import RetryOf, ToolCall
+from engine.store import Lease
 from persistence import (
     AskNotFound,
     AskNotPending,
@@ -140,6 +141,80 @@ def test_claim_takes_the_lease_once(backend: Backend) -> None:
         store.claim("r-claim", expected_version=1, status=RunStatus.RESUMING, owner="p2", lease_until=until, now=0)
     with pytest.raises(VersionConflict):
         store.claim("nope", expected_version=1, status=RunStatus.RESUMING, owner="p2", lease_until=until, now=0)
+
+
+def test_a_claim_marks_the_answers_it_hands_its_pass_and_counts_takeovers(backend: Backend) -> None:
+    """What a pass got is recorded by the claim that starts it (``engine.takeover``)."""
+    store = backend.store()
+    run = make_run("r-hand")
+    store.create(run)
+    decided = store.decide("r-hand", "a1", decision("U1"), now=run.updated_at)
+    assert decided.asks["a1"].handed is None, "a decision without a claim hands nothing"
+    v = store.claim(
+        "r-hand",
+        expected_version=decided.version,
+        status=RunStatus.RESUMING,
+        owner="p1/1",
+        lease_until=1e10,
+        now=1,
+        handing=["a1"],
+        takeovers=2,
+    )
+    stored = store.load("r-hand")
+    assert stored is not None and stored.version == v
+    assert stored.asks["a1"].handed == "p1/1" and stored.asks["a2"].handed is None
+    assert stored.takeovers == 2
+    assert stored.asks["a1"].decision == decided.asks["a1"].decision, "the decision is kept as it was"
+    assert (
+        store.claim(  # the same claim again (a lost response): recognised as done
+            "r-hand",
+            expected_version=decided.version,
+            status=RunStatus.RESUMING,
+            owner="p1/1",
+            lease_until=1e10,
+            now=1,
+            handing=["a1"],
+            takeovers=2,
+        )
+        == v
+    )
+    # A claim that does not count a takeover leaves the count as stored; a save sets it.
+    saved = store.save(stored.evolve(status=RunStatus.WAITING, lease_owner=None, lease_until=None), expected_version=v)
+    status = RunStatus.RESUMING
+    store.claim("r-hand", expected_version=saved.version, status=status, owner="p2/1", lease_until=1e10, now=2)
+    again = store.load("r-hand", snapshot=False)
+    assert again is not None and again.takeovers == 2 and again.asks["a1"].handed == "p1/1"
+    reset = store.save(again.evolve(takeovers=0), expected_version=again.version)
+    assert reset.takeovers == 0 and store.load("r-hand", snapshot=False) == reset.evolve(snapshot=None)
+
+
+def test_a_decision_that_claims_marks_its_ask_as_handed(backend: Backend) -> None:
+    store = backend.store()
+    store.create(make_run("r-hand-decide"))
+    lease = Lease(owner="p1/2", until=time.time() + 60)
+    claimed = store.decide("r-hand-decide", "a1", decision("U1"), now=time.time(), claim=lease)
+    assert claimed.lease_owner == "p1/2" and claimed.asks["a1"].handed == "p1/2"
+    stored = store.load("r-hand-decide", snapshot=False)
+    assert stored is not None and stored.asks["a1"].handed == "p1/2" and stored.asks["a2"].handed is None
+    held = store.decide("r-hand-decide", "a2", decision("U2"), now=time.time(), claim=Lease(owner="p3/1", until=1e10))
+    assert held.lease_owner == "p1/2" and held.asks["a2"].handed is None, "a held run is decided alone: not handed"
+
+
+def test_a_may_have_acted_ask_round_trips(backend: Backend) -> None:
+    store = backend.store()
+    response = {"decision": "approve", "text": None, "user": "U1", "approvers": ["U1"], "approval_id": "r:a1", "n": 1.5}
+    run = make_run("r-retry-of")
+    again = replace(
+        run.asks["a1"],
+        key="a3",
+        verdicts=(Verdict.RETRY, Verdict.REJECT),
+        retry_of=RetryOf(key="a1", response=response),
+    )
+    run = run.evolve(asks={**run.asks, "a3": again}, takeovers=1)
+    store.create(run)
+    assert store.load("r-retry-of") == run
+    decided = store.decide("r-retry-of", "a3", decision("U2", verdict=Verdict.RETRY), now=time.time())
+    assert decided.asks["a3"].status is AskStatus.DECIDED and decided.asks["a3"].retry_of == again.retry_of
 
 
 def test_a_decision_makes_the_holders_save_fail(backend: Backend) -> None:

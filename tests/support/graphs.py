@@ -48,12 +48,21 @@ def _mark(text: str) -> None:
             handle.write(text + "\n")
 
 
+def _mark_delivery(answer: dict[str, Any]) -> None:
+    """Each approval the tool got, by its ``approval_id`` (``<markers>.approval_ids``)."""
+    path = os.environ.get("APPROVAL_BOT_TEST_MARKERS")
+    if path:
+        with open(path + ".approval_ids", "a", encoding="utf-8") as handle:
+            handle.write(f"{answer.get('approval_id')}\n")
+
+
 @tool(context=True)
 def write_marker(text: str, tool_context: ToolContext) -> str:
     """Write a marker line, after a human approved it."""
     answer: dict[str, Any] = tool_context.interrupt(f"approve_write_{tool_context.agent.name}", reason={"text": text})
     if answer.get("decision") == "reject":
         return f"rejected by {answer.get('user')}: {answer.get('text') or 'no reason'}"
+    _mark_delivery(answer)
     for hook in list(DURING_PASS):
         hook()
     slow = float(os.environ.get("APPROVAL_BOT_TEST_SLOW_SECONDS") or 0)
@@ -128,6 +137,13 @@ def _register_policy_graphs() -> None:
 
         build.__qualname__ = f"policy_graph_{name.replace('-', '_')}"
         graph_def(name, description=f"guarded-write with {policy}", **policy)(build)  # type: ignore[arg-type]
+
+
+@graph_def(
+    "guarded-idempotent", description="guarded-write, its tool declared idempotent", idempotent=["approve_write_writer"]
+)
+def guarded_idempotent() -> Graph:
+    return guarded_write()
 
 
 @graph_def("two-asks", description="two parallel nodes that each ask, then a summary")
