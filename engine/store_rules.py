@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from engine.audit import MAX_EVENTS, AuditEvent, appended
-from engine.policy import deciders, final_vote, refusal
+from engine.decision_rules import Gate, judge, record_of
+from engine.policy import deciders, final_vote
 from engine.records import Ask, AskStatus, Decision, MessageRef, Run, RunStatus
 from engine.store import AskNotFound, AskNotPending, DecisionRefused, Delivery, Lease, RunNotFound, VerdictNotOffered
 
@@ -36,6 +37,9 @@ def decided(
 ) -> Run:
     """The record after ``decision``, or the store error that refuses it.
 
+    Whether it may be recorded is ``engine.decision_rules`` judged on the record: the same
+    declaration DynamoDB renders as its condition, so the stores cannot disagree.
+
     Returns ``run`` itself (same version) when the decision is already recorded: the
     same answer again after it decided the ask, or the very same vote delivered twice.
     """
@@ -48,11 +52,11 @@ def decided(
         return run  # the same answer again: already done
     if ask.status is AskStatus.PENDING and ask.votes.get(decision.user) == decision:
         return run  # this very vote, delivered again
-    if ask.status is not AskStatus.PENDING:
+    why = judge(record_of(run, ask_key), ask_key, decision, member_of=member_of, now=now)
+    if why is Gate.NOT_PENDING:
         raise AskNotPending(run, ask_key)
-    if decision.verdict not in ask.verdicts:
+    if why is Gate.NOT_OFFERED:
         raise VerdictNotOffered(run, ask_key, decision.verdict)
-    why = refusal(run, ask, decision, member_of=member_of, now=now)
     if why is not None:
         raise DecisionRefused(run, ask_key, why)
     if final_vote(ask, decision):
