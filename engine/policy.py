@@ -39,13 +39,13 @@ class PolicyError(ValueError):
 
 
 class Directory(Protocol):
-    """Who is in a user group (Slack's ``usergroups.users.list``) and which channels a person
-    is in (``users.conversations``), briefly cached. A lookup that fails raises: the caller
-    counts the person as not in the group or channel."""
+    """Who is in a user group (Slack's ``usergroups.users.list``) and whether a person is in a
+    channel (``users.conversations``), briefly cached. A lookup that fails raises: the caller
+    counts the person as not in the group or channel. Never served staler than its TTL."""
 
     async def members(self, group: str) -> frozenset[str]: ...
 
-    async def channels_of(self, user: str) -> frozenset[str]: ...
+    async def in_channel(self, user: str, channel: str) -> bool: ...
 
 
 class Refusal(StrEnum):

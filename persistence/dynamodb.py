@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import ClientError
 
 from engine.audit import MAX_EVENTS, AuditEvent
+from engine.decision_rules import condition_for
 from engine.records import (
     DELIVERY_GRACE_SECONDS,
     Ask,
@@ -68,7 +69,6 @@ from engine.store import (
     StoreUnavailable,
     VersionConflict,
 )
-from engine.decision_rules import condition_for
 from engine.store_rules import apply_delivery, decided, known_to
 from persistence import aws, snapshots
 from persistence import dynamo_items as items

@@ -264,7 +264,8 @@ def test_another_process_sees_and_changes_the_same_data(backend: Backend) -> Non
     code = (
         f"{opener}\n"
         "from persistence import Decision, Verdict\n"
-        "r = s.decide('r-proc', 'a1', Decision(verdict=Verdict.REJECT, user='U7', at=5.5), now=6.5, member_of=frozenset({'C1'}))\n"
+        "r = s.decide('r-proc', 'a1', Decision(verdict=Verdict.REJECT, user='U7', at=5.5), now=6.5,"
+        " member_of=frozenset({'C1'}))\n"
         "print(r.version)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
