@@ -16,7 +16,6 @@ from engine.records import AskStatus, Decision, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher
 
-
 IN_C1 = frozenset({"C1"})  # a direct store decision names the channel its decider is in
 
 
