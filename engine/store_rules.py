@@ -2,9 +2,9 @@
 
 A backend implements a few primitives (a conditional write, a read inside a write
 lock); what those primitives decide lives here, beside the store port, so SQLite and
-DynamoDB cannot drift apart and the engine never imports a backend. DynamoDB states
-the same rules as condition and update expressions; the contract suite checks that
-both agree.
+DynamoDB cannot drift apart and the engine never imports a backend. Whether a decision
+may be recorded is declared once in ``engine.decision_rules``: judged here in Python, and
+rendered by DynamoDB as its condition (the contract suite checks both agree).
 """
 
 from __future__ import annotations
