@@ -1,21 +1,26 @@
-"""Who is in a Slack user group, for policies that name groups (``S…``) as approvers or starters.
+"""Who is in a Slack user group or channel: the facts a policy's decisions rest on.
 
-Slack's ``usergroups.users.list`` (scope ``usergroups:read``) is rate-limited (Tier 2) and
-is asked on a person's click, so members are cached per group for ``ttl`` seconds, and
-clicks that arrive together for one group share one call. Membership changes rarely and
-a minute's delay is harmless; refusing every click while Slack has a bad moment is not,
-so a failed refresh keeps serving the members last seen for another ``ttl`` before it
-tries again (with one warning per outage), for at most ``MAX_STALE`` seconds: someone
-removed from a group must not keep its rights through a long outage. Past that, and for
-a group never fetched, the error reaches the caller (who counts the person as not in it).
+Policies name groups (``S…``) as approvers or starters, and an ask that names no approvers
+is open to anyone in the run's channel. Slack's ``usergroups.users.list`` (scope
+``usergroups:read``) and ``users.conversations`` are rate-limited and asked on a person's
+click, so answers are cached for ``ttl`` seconds, and lookups that arrive together for one
+group or person share one call.
+
+A decision must never rest on a stale fact: someone removed from a group or channel loses
+its rights within ``ttl``, however long Slack fails. So nothing is served older than
+``ttl``; a lookup that fails raises, and the caller counts the person as not in the group
+or channel (fail closed). One warning is logged per outage, not one per click.
+``DIRECTORY_TTL_SECONDS`` overrides the default ``ttl`` (tests shorten it).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -23,50 +28,116 @@ from slack_sdk.web.async_client import AsyncWebClient
 logger = logging.getLogger(__name__)
 
 DEFAULT_TTL = 60.0
-MAX_STALE = 900.0  # seconds members last read from Slack may stand in while it fails
-MAX_CHANNEL_PAGES = 5  # of 200 channels: the channels one person's inbox looks in
+MAX_CHANNEL_PAGES = 5  # of 200 channels: the channels looked in for one person
+
+
+def ttl_from_environment() -> float:
+    """``DIRECTORY_TTL_SECONDS`` when it is a positive number, else ``DEFAULT_TTL``."""
+    try:
+        value = float(os.environ.get("DIRECTORY_TTL_SECONDS", DEFAULT_TTL))
+    except ValueError:
+        return DEFAULT_TTL
+    return value if 0 < value < math.inf else DEFAULT_TTL
 
 
 @dataclass(frozen=True)
 class _Seen:
-    at: float  # when Slack was last asked (successfully or not)
-    members: frozenset[str]
-    fetched: float  # when Slack last answered
+    at: float  # when Slack answered
+    found: frozenset[str]
 
 
 class SlackDirectory:
-    """``engine.policy.Directory`` over Slack's user groups, briefly cached; also the
-    groups and channels one person is in (``engine.inbox.Memberships``), for their inbox."""
+    """``engine.policy.Directory`` over Slack's user groups and channels, briefly cached;
+    also the groups and channels one person is in (``engine.inbox.Memberships``)."""
 
     def __init__(
-        self, client: AsyncWebClient, ttl: float = DEFAULT_TTL, *, clock: Callable[[], float] = time.monotonic
+        self, client: AsyncWebClient, ttl: float | None = None, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._client = client
-        self._ttl = ttl
+        self._ttl = ttl_from_environment() if ttl is None else ttl
         self._clock = clock
         self._seen: dict[str, _Seen] = {}
         self._pending: dict[str, asyncio.Task[frozenset[str]]] = {}
-        self._warned: set[str] = set()
-        self._all_groups: tuple[float, dict[str, frozenset[str]]] | None = None
-        self._channels: dict[str, tuple[float, frozenset[str]]] = {}
+        self._failing: set[str] = set()
+
+    async def members(self, group: str) -> frozenset[str]:
+        """The user ids in ``group``, at most ``ttl`` seconds old.
+
+        Raises:
+            slack_sdk.errors.SlackApiError (or a connection error): the lookup failed
+                (e.g. ``no_such_subteam``, ``missing_scope``, Slack down); the caller
+                counts the person as not in the group.
+        """
+        return await self._cached(f"group:{group}", lambda: self._group_members(group))
+
+    async def channels_of(self, user: str) -> frozenset[str]:
+        """The channels ``user`` is in that the bot can see (``users.conversations``), at
+        most ``ttl`` seconds old; raises as ``members`` does."""
+        return await self._cached(f"channels:{user}", lambda: self._channels_of(user))
+
+    async def in_channel(self, user: str, channel: str) -> bool:
+        """Whether ``user`` is in ``channel``; raises when Slack cannot say (not in it, then)."""
+        return channel in await self.channels_of(user)
 
     async def groups_of(self, user: str) -> frozenset[str]:
         """The user groups ``user`` is in: one ``usergroups.list`` for all groups, cached."""
-        if self._all_groups is None or self._clock() - self._all_groups[0] >= self._ttl:
-            response = await self._client.usergroups_list(include_users=True)
-            groups = {
-                str(g["id"]): frozenset(str(u) for u in g.get("users") or ())
-                for g in response.get("usergroups") or ()
-                if isinstance(g, dict) and g.get("id")
-            }
-            self._all_groups = (self._clock(), groups)
-        return frozenset(group for group, members in self._all_groups[1].items() if user in members)
+        listed = await self._cached("groups", self._all_groups)
+        return frozenset(entry.split(":", 1)[1] for entry in listed if entry.split(":", 1)[0] == user)
 
-    async def channels_of(self, user: str) -> frozenset[str]:
-        """The channels ``user`` is in that the bot can see (``users.conversations``), cached."""
-        seen = self._channels.get(user)
-        if seen is not None and self._clock() - seen[0] < self._ttl:
-            return seen[1]
+    async def _cached(self, key: str, fetch: Callable[[], Awaitable[frozenset[str]]]) -> frozenset[str]:
+        seen = self._seen.get(key)
+        if seen is not None and self._clock() - seen.at < self._ttl:
+            return seen.found
+        task = self._pending.get(key)
+        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+            # (A task of another, finished event loop, say a previous Lambda invocation's, is
+            # not awaited: it would never complete here.)
+            task = asyncio.ensure_future(self._refresh(key, fetch))
+            self._pending[key] = task
+            task.add_done_callback(lambda done: self._settled(key, done))
+        # Shielded: a caller that gives up does not cancel the lookup the others wait for.
+        return await asyncio.shield(task)
+
+    def _settled(self, key: str, task: asyncio.Task[frozenset[str]]) -> None:
+        if self._pending.get(key) is task:
+            del self._pending[key]
+        if not task.cancelled():
+            task.exception()  # retrieved, even when every waiter gave up
+
+    async def _refresh(self, key: str, fetch: Callable[[], Awaitable[frozenset[str]]]) -> frozenset[str]:
+        try:
+            found = await fetch()
+        except Exception as error:
+            self._seen.pop(key, None)  # what was known is past its ttl: never served again
+            kind = key.split(":", 1)[0]
+            if kind not in self._failing:
+                self._failing.add(kind)
+                logger.warning(
+                    "could not look up %s (%s: %s); counting people as not in them until Slack answers",
+                    {"group": "user group members", "channels": "channel memberships"}.get(kind, "user groups"),
+                    type(error).__name__,
+                    error,
+                )
+            raise
+        self._seen[key] = _Seen(at=self._clock(), found=found)
+        self._failing.discard(key.split(":", 1)[0])
+        return found
+
+    async def _group_members(self, group: str) -> frozenset[str]:
+        response = await self._client.usergroups_users_list(usergroup=group)
+        return frozenset(str(user) for user in response.get("users") or ())
+
+    async def _all_groups(self) -> frozenset[str]:
+        """Every (member, group) pair, as ``"<user>:<group>"``."""
+        response = await self._client.usergroups_list(include_users=True)
+        return frozenset(
+            f"{user}:{g['id']}"
+            for g in response.get("usergroups") or ()
+            if isinstance(g, dict) and g.get("id")
+            for user in g.get("users") or ()
+        )
+
+    async def _channels_of(self, user: str) -> frozenset[str]:
         channels: set[str] = set()
         cursor = None
         for _ in range(MAX_CHANNEL_PAGES):
@@ -81,56 +152,4 @@ class SlackDirectory:
             cursor = (page.get("response_metadata") or {}).get("next_cursor")
             if not cursor:
                 break
-        found = frozenset(channels)
-        self._channels[user] = (self._clock(), found)
-        return found
-
-    async def members(self, group: str) -> frozenset[str]:
-        """The user ids in ``group``; cached for ``ttl`` seconds, stale while Slack fails.
-
-        Raises:
-            slack_sdk.errors.SlackApiError (or a connection error): the lookup failed and
-                the group was never fetched before (e.g. ``no_such_subteam``, ``missing_scope``).
-        """
-        seen = self._seen.get(group)
-        if seen is not None and self._clock() - seen.at < self._ttl:
-            return seen.members
-        task = self._pending.get(group)
-        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
-            # (A task of another, finished event loop, say a previous Lambda invocation's, is
-            # not awaited: it would never complete here.)
-            task = asyncio.ensure_future(self._refresh(group))
-            self._pending[group] = task
-            task.add_done_callback(lambda done: self._settled(group, done))
-        # Shielded: a caller that gives up does not cancel the lookup the others wait for.
-        return await asyncio.shield(task)
-
-    def _settled(self, group: str, task: asyncio.Task[frozenset[str]]) -> None:
-        if self._pending.get(group) is task:
-            del self._pending[group]
-        if not task.cancelled():
-            task.exception()  # retrieved, even when every waiter gave up
-
-    async def _refresh(self, group: str) -> frozenset[str]:
-        try:
-            response = await self._client.usergroups_users_list(usergroup=group)
-        except Exception as error:
-            seen = self._seen.get(group)
-            if seen is None or self._clock() - seen.fetched > MAX_STALE:
-                raise
-            if group not in self._warned:
-                self._warned.add(group)
-                logger.warning(
-                    "could not refresh the members of user group %s (%s: %s); using the ones last seen",
-                    group,
-                    type(error).__name__,
-                    error,
-                )
-            # Not asked again for another ttl: each try may wait out Slack's retries.
-            self._seen[group] = _Seen(at=self._clock(), members=seen.members, fetched=seen.fetched)
-            return seen.members
-        members = frozenset(str(user) for user in response.get("users") or ())
-        now = self._clock()
-        self._seen[group] = _Seen(at=now, members=members, fetched=now)
-        self._warned.discard(group)
-        return members
+        return frozenset(channels)

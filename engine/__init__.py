@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.ports import DecideResult, GraphSource, Publisher, PublishError, UnknownGraph
+from engine.ports import DecideResult, GraphSource, Outcome, Publisher, PublishError, UnknownGraph
 
 if TYPE_CHECKING:
     from engine.lifecycle import RunEngine
 
-__all__ = ["DecideResult", "GraphSource", "PublishError", "Publisher", "RunEngine", "UnknownGraph"]
+__all__ = ["DecideResult", "GraphSource", "Outcome", "PublishError", "Publisher", "RunEngine", "UnknownGraph"]
 
 
 def __getattr__(name: str) -> Any:

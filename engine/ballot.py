@@ -4,8 +4,12 @@ The store applies the policy inside its decision write (``engine.store_rules.dec
 this module supplies what the write needs and cannot know: which user groups the person
 is in. Groups are looked up only when the ask's terms need them: the first write names
 the person alone, and a refusal for want of a group the ask names looks the person up in
-those groups (``Directory``, cached) and writes once more. A plain click therefore costs
-no Slack call, and a click by a listed person no second write.
+those groups (``Directory``, cached) and writes once more. Channel membership (for asks
+that name no approvers: anyone in the run's channel) is the same kind of fact: a click on
+a card is checked against the card's channel before the write (one cached lookup, so the
+click still costs one write), and a refusal NOT_IN_CHANNEL for any other channel (an App
+Home button has no card) looks up the run's channel and writes once more. A click by a
+listed person therefore costs no second write, and a failed lookup refuses.
 """
 
 from __future__ import annotations
@@ -53,9 +57,16 @@ class Ballot:
             ask=ask_key,
             text=_said(decision),
         )
+        user = decision.user
         checked: frozenset[str] = frozenset()
         member_of: frozenset[str] = frozenset()
-        for _ in range(2):
+        channel_checked: str | None = None
+        if card is not None and not decision.expired:
+            # The card's channel is the run's (cards are posted in its thread): show the
+            # clicker to be in it before the write, so a click in the channel costs one write.
+            channel_checked = card.channel
+            member_of |= await self._in_channel(user, card.channel)
+        for _ in range(3):
             try:
                 run = await in_thread(
                     self._store.decide,
@@ -71,13 +82,18 @@ class Ballot:
                 break
             except DecisionRefused as refused:
                 ask = refused.run.asks[ask_key]
+                found: frozenset[str] = frozenset()
                 unchecked = {g for g in deciders(ask) or () if GROUP_ID.match(g)} - checked
+                channel = refused.run.channel
                 if refused.refusal is Refusal.NOT_APPROVER and unchecked:
                     checked |= unchecked
-                    found = await groups_of(self._directory, decision.user, unchecked)
-                    if found:
-                        member_of |= found
-                        continue
+                    found = await groups_of(self._directory, user, unchecked)
+                elif refused.refusal is Refusal.NOT_IN_CHANNEL and channel and channel != channel_checked:
+                    channel_checked = channel
+                    found = await self._in_channel(user, channel)
+                if found - member_of:
+                    member_of |= found
+                    continue
                 await self._note_refusal(refused, decision)
                 return DecideResult(accepted=False, run=refused.run, ask=ask, refusal=refused.refusal)
             except (AskNotPending, VerdictNotOffered) as lost:
@@ -87,9 +103,24 @@ class Ballot:
             except StoreError:
                 logger.warning("run %s: a decision could not be recorded", run_id, exc_info=True)
                 return DecideResult(accepted=False, run=None, ask=None, unrecorded=True)
+        else:  # pragma: no cover - each pass adds a new fact, and there are at most two
+            return DecideResult(accepted=False, run=None, ask=None, unrecorded=True)
         audit.log(run_id, [e for e in run.audit if e.id == event.id])
         claimed = claim is not None and run.lease_owner == claim.owner
         return DecideResult(accepted=True, run=run, ask=run.asks[ask_key], claimed=claimed)
+
+    async def _in_channel(self, user: str, channel: str) -> frozenset[str]:
+        """``{channel}`` when ``user`` is shown to be in it, else nothing (a failed lookup
+        included: fail closed). Without a directory (the engine used outside Slack, as in
+        its own tests) there is nobody to ask, and the run's channel is taken as shown."""
+        if self._directory is None:
+            return frozenset({channel})
+        try:
+            inside = await self._directory.in_channel(user, channel)
+        except Exception as error:  # fail closed: not shown to be in the channel
+            logger.warning("could not tell whether a user is in channel %s: %s", channel, type(error).__name__)
+            return frozenset()
+        return frozenset({channel}) if inside else frozenset()
 
     async def _note_refusal(self, refused: DecisionRefused, decision: Decision) -> None:
         """Add a refused click to the trail, once per person, ask and answer, and only while

@@ -3,10 +3,10 @@
 An ask is indexed under who may decide it (its approvers' user and group ids, or
 ``ANYONE`` when anyone in the run's channel may), so a person's inbox is a read of the
 entries for themselves, their groups and ``ANYONE``: its cost follows what waits for
-them, not the size of the table. What the index returns is then judged by the same rules
-as a click (``policy.refusal``): an ask shows only when this person's Approve would be
-recorded, so the inbox never offers a button that would be refused. Asks open to anyone
-show to people in the run's channel only, as on the card.
+them, not the size of the table. What the index returns is then judged by the very rules a
+click is (``engine.decision_rules.judge``), with the groups and channels the person is in as
+facts: an ask shows only when this person's Approve would be allowed, so the inbox never
+offers a button that would be refused (asks open to anyone show only in the run's channel).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from engine.policy import Directory, refusal
+from engine.decision_rules import judge, record_of
+from engine.policy import Directory, Refusal
 from engine.records import Ask, Decision, Run, Verdict
 from engine.store import RunStore
 from engine.store_rules import ANYONE
@@ -47,16 +48,15 @@ class Inbox:
         principals = [user, *sorted(groups), ANYONE]
         found = await in_thread(self._store.pending_for, principals, limit=limit * 2)
         now = self._clock()
+        approve = Decision(verdict=Verdict.APPROVE, user=user, at=now)
         channels: frozenset[str] | None = None
         mine: list[tuple[Run, Ask]] = []
         for run, ask in found:
-            if ask.rules.approvers is None:
-                if channels is None:
-                    channels = await self._lookup("channels_of", user)
-                if run.channel not in channels:
-                    continue
-            approve = Decision(verdict=Verdict.APPROVE, user=user, at=now)
-            if refusal(run, ask, approve, member_of=groups, now=now) is None:
+            if ask.rules.approvers is None and channels is None:
+                channels = await self._lookup("channels_of", user)
+            facts = groups | (channels or frozenset())
+            why = judge(record_of(run, ask.key), ask.key, approve, member_of=facts, now=now)
+            if not isinstance(why, Refusal):  # (an ask without an Approve button still waits for them)
                 mine.append((run, ask))
         return mine[:limit]
 

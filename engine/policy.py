@@ -7,9 +7,9 @@ the gated tool's name or the interrupt's name). When an ask is raised, the polic
 applies to it is written into the ask itself (``AskRules``): a decision is judged by the
 terms its card showed, even if the definition changes while the ask waits.
 
-The rules are here, once, as plain functions of the record (``refusal``); the stores
-apply them inside their atomic decision write (SQLite in Python, DynamoDB as a
-condition expression that the contract suite checks against these functions).
+Who may decide is declared once as conditions on the record (``engine.decision_rules``);
+the stores apply that declaration inside their atomic decision write (SQLite judging it
+in Python, DynamoDB rendering it as its condition expression).
 Group ids (``S…``) are resolved to members by the caller through a ``Directory`` and
 passed in as the groups the person is in: the record never holds a member list.
 """
@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from engine.records import Ask, Decision, Run
+    from engine.records import Ask, Decision
 
 USER_ID = re.compile(r"^[UW][A-Z0-9]{2,20}\Z")
 GROUP_ID = re.compile(r"^S[A-Z0-9]{2,20}\Z")
@@ -39,9 +39,13 @@ class PolicyError(ValueError):
 
 
 class Directory(Protocol):
-    """Who is in a user group (Slack's ``usergroups.users.list``), briefly cached."""
+    """Who is in a user group (Slack's ``usergroups.users.list``) and whether a person is in a
+    channel (``users.conversations``), briefly cached. A lookup that fails raises: the caller
+    counts the person as not in the group or channel. Never served staler than its TTL."""
 
     async def members(self, group: str) -> frozenset[str]: ...
+
+    async def in_channel(self, user: str, channel: str) -> bool: ...
 
 
 class Refusal(StrEnum):
@@ -50,8 +54,9 @@ class Refusal(StrEnum):
     NOT_APPROVER = "not_approver"  # not in the ask's approvers
     SELF_APPROVAL = "self_approval"  # started the run, and the policy forbids approving it
     ALREADY_APPROVED = "already_approved"  # a second approval by the same person under a quorum
-    NEEDS_APPROVE = "needs_approve"  # a reply that would approve a quorum ask on its own
+    NEEDS_APPROVE = "needs_approve"  # a reply reading "yes" under a quorum: only Approve counts
     EXPIRED = "expired"  # past its expiry; the sweeper has not got to it yet
+    NOT_IN_CHANNEL = "not_in_channel"  # the ask is open to the run's channel; not shown to be in it
 
 
 # Verdicts that say yes to what the card shows: under a quorum each counts as one approval.
@@ -60,7 +65,8 @@ APPROVING = frozenset({"approve", "edit", "trust"})
 # (an Edit changes what earlier approvers approved, a Trust would skip later quorums, a
 # Retry runs the reviewed tool again on one person's word).
 SOLO_ONLY = frozenset({"edit", "trust", "retry"})
-# What Strands' HumanInTheLoop default evaluation reads as yes (a Reply is passed to it as text).
+# What reads as a yes in a Reply (Strands' HumanInTheLoop evaluates a reply's text this way):
+# under a quorum such a Reply is refused with a pointer to Approve, whatever raised the ask.
 HITL_YES = frozenset({"y", "yes", "t", "trust"})
 
 
@@ -212,42 +218,6 @@ def deciders(ask: Ask) -> tuple[str, ...] | None:
     if approvers is None:
         return None
     return approvers + tuple(i for i in ask.rules.escalate_to if i not in approvers) if ask.escalated else approvers
-
-
-def refusal(run: Run, ask: Ask, decision: Decision, *, member_of: frozenset[str], now: float) -> Refusal | None:
-    """Why ``decision`` may not be recorded on ``ask``, or None when it may.
-
-    ``member_of`` is the user groups the decider is in (resolved by the caller). Expiry
-    is the bot's own decision and is never refused. The person who started the run may
-    always reject (stopping one's own run is never dangerous), but approves, replies,
-    edits, trusts or retries only when the policy allows self-approval; everyone else
-    must be one of the approvers, directly or through a group.
-    """
-    if decision.expired:
-        return None
-    if ask.rules.expires_at is not None and now >= ask.rules.expires_at:
-        return Refusal.EXPIRED  # the card said until when; a late click must not beat the sweeper
-    verdict = decision.verdict.value
-    user = decision.user
-    rejecting = verdict == "reject"
-    if user == run.started_by and not rejecting and not ask.rules.allow_self:
-        return Refusal.SELF_APPROVAL
-    if not (rejecting and user == run.started_by):
-        allowed = deciders(ask)
-        if allowed is not None and user not in allowed and not (member_of & set(allowed)):
-            return Refusal.NOT_APPROVER
-    if verdict in APPROVING and user in ask.votes:
-        return Refusal.ALREADY_APPROVED
-    if verdict == "reply" and ask.rules.quorum > 1 and reply_would_approve(ask, decision.text):
-        return Refusal.NEEDS_APPROVE
-    return None
-
-
-def reply_would_approve(ask: Ask, text: str | None) -> bool:
-    """A Reply that Strands' HumanInTheLoop would read as a yes (it evaluates the text)."""
-    from engine.sources import HITL_INTERRUPT_NAME
-
-    return ask.name == HITL_INTERRUPT_NAME and (text or "").strip().lower() in HITL_YES
 
 
 def final_vote(ask: Ask, decision: Decision) -> bool:

@@ -10,11 +10,12 @@ pointed at the local stand-in for Slack.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from engine.policy import Policy, Refusal
 from engine.progress import NodeProgress
-from engine.records import Ask, MessageRef, Run
+from engine.records import Ask, AskStatus, Closed, MessageRef, Run, RunStatus
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
@@ -64,6 +65,23 @@ class UnknownGraph(Exception):
         self.name = name
 
 
+class Outcome(StrEnum):
+    """Every way a click can end, as the engine judges it; the Slack side only words it."""
+
+    DECIDED = "decided"  # recorded, and it decided the ask
+    COUNTED = "counted"  # recorded as one approval of several; the ask still waits
+    REFUSED = "refused"  # the policy refused this person's answer (``DecideResult.refusal``)
+    TAKEN = "taken"  # someone decided first (``DecideResult.decided_by``)
+    EXPIRED = "expired"  # the ask expired before anyone decided
+    CANCELLED = "cancelled"  # the run was cancelled (``DecideResult.decided_by``: by whom)
+    CHANGED = "changed"  # the question changed after the card was posted
+    MOVED_ON = "moved_on"  # the run moved on before anyone answered
+    NOT_OFFERED = "not_offered"  # the ask waits, but does not offer this answer
+    CLOSED = "closed"  # the ask cannot be answered now (and no one is named for it)
+    UNKNOWN = "unknown"  # no such run or ask (gone, or the card is out of date)
+    UNRECORDED = "unrecorded"  # the store failed: nothing recorded, the card stays live
+
+
 @dataclass(frozen=True, kw_only=True)
 class DecideResult:
     """What a click achieved, as the store recorded it.
@@ -85,6 +103,39 @@ class DecideResult:
     def counted(self) -> bool:
         """Accepted as one approval of several: the ask still waits for more."""
         return self.accepted and self.ask is not None and self.ask.decision is None
+
+    @property
+    def outcome(self) -> Outcome:
+        """What this click achieved, classified once, here (first matching wins)."""
+        ask, run = self.ask, self.run
+        if self.accepted:
+            return Outcome.COUNTED if self.counted else Outcome.DECIDED
+        if self.unrecorded:
+            return Outcome.UNRECORDED
+        if ask is None:
+            return Outcome.UNKNOWN
+        if self.refusal is not None:
+            return Outcome.REFUSED
+        if ask.closed is Closed.CHANGED:
+            return Outcome.CHANGED
+        cancelled = run is not None and run.status is RunStatus.CANCELLED
+        if ask.closed is Closed.CANCELLED or (ask.status is AskStatus.OBSOLETE and cancelled):
+            return Outcome.CANCELLED
+        if ask.decision is not None:
+            return Outcome.EXPIRED if ask.decision.expired else Outcome.TAKEN
+        if ask.status is AskStatus.PENDING:
+            return Outcome.NOT_OFFERED
+        return Outcome.MOVED_ON if ask.status is AskStatus.OBSOLETE else Outcome.CLOSED
+
+    @property
+    def decided_by(self) -> str | None:
+        """Who decided first (``TAKEN``) or cancelled the run (``CANCELLED``), when known."""
+        outcome = self.outcome
+        if outcome is Outcome.TAKEN and self.ask is not None and self.ask.decision is not None:
+            return self.ask.decision.user
+        if outcome is Outcome.CANCELLED and self.run is not None:
+            return self.run.cancelled_by
+        return None
 
 
 class PublishError(Exception):

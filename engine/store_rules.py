@@ -2,9 +2,9 @@
 
 A backend implements a few primitives (a conditional write, a read inside a write
 lock); what those primitives decide lives here, beside the store port, so SQLite and
-DynamoDB cannot drift apart and the engine never imports a backend. DynamoDB states
-the same rules as condition and update expressions; the contract suite checks that
-both agree.
+DynamoDB cannot drift apart and the engine never imports a backend. Whether a decision
+may be recorded is declared once in ``engine.decision_rules``: judged here in Python, and
+rendered by DynamoDB as its condition (the contract suite checks both agree).
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from engine.audit import MAX_EVENTS, AuditEvent, appended
-from engine.policy import deciders, final_vote, refusal
+from engine.decision_rules import Gate, judge, record_of
+from engine.policy import deciders, final_vote
 from engine.records import Ask, AskStatus, Decision, MessageRef, Run, RunStatus
 from engine.store import AskNotFound, AskNotPending, DecisionRefused, Delivery, Lease, RunNotFound, VerdictNotOffered
+from engine.transitions import Cause, ask_to, run_to
 
 
 def claimable_with_decision(run: Run, *, now: float) -> bool:
@@ -36,6 +38,9 @@ def decided(
 ) -> Run:
     """The record after ``decision``, or the store error that refuses it.
 
+    Whether it may be recorded is ``engine.decision_rules`` judged on the record: the same
+    declaration DynamoDB renders as its condition, so the stores cannot disagree.
+
     Returns ``run`` itself (same version) when the decision is already recorded: the
     same answer again after it decided the ask, or the very same vote delivered twice.
     """
@@ -48,15 +53,16 @@ def decided(
         return run  # the same answer again: already done
     if ask.status is AskStatus.PENDING and ask.votes.get(decision.user) == decision:
         return run  # this very vote, delivered again
-    if ask.status is not AskStatus.PENDING:
+    why = judge(record_of(run, ask_key), ask_key, decision, member_of=member_of, now=now)
+    if why is Gate.NOT_PENDING:
         raise AskNotPending(run, ask_key)
-    if decision.verdict not in ask.verdicts:
+    if why is Gate.NOT_OFFERED:
         raise VerdictNotOffered(run, ask_key, decision.verdict)
-    why = refusal(run, ask, decision, member_of=member_of, now=now)
     if why is not None:
         raise DecisionRefused(run, ask_key, why)
     if final_vote(ask, decision):
-        ask = replace(ask, status=AskStatus.DECIDED, decision=decision, card=ask.card or card)
+        cause = Cause.SWEEPER if decision.expired else Cause.CLICK  # an expiry is the sweeper's decision
+        ask = ask_to(ask, AskStatus.DECIDED, cause=cause, decision=decision, card=ask.card or card)
     else:
         ask = replace(ask, votes={**ask.votes, decision.user: decision}, card=ask.card or card)
         event = replace(event, kind="voted") if event is not None else None
@@ -66,7 +72,9 @@ def decided(
     )
     if claim is not None and ask.status is AskStatus.DECIDED and claimable_with_decision(run, now=now):
         handed = {**new.asks, ask_key: replace(ask, handed=claim.owner)}  # in the claim: ``engine.takeover``
-        new = new.evolve(status=RunStatus.RESUMING, lease_owner=claim.owner, lease_until=claim.until, asks=handed)
+        new = run_to(
+            new, RunStatus.RESUMING, cause=Cause.CLICK, lease_owner=claim.owner, lease_until=claim.until, asks=handed
+        )
     return new
 
 

@@ -21,12 +21,11 @@ from typing import Any, cast
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
-from engine.policy import APPROVING, HITL_YES
-from engine.records import Decision, Run, Verdict
-from engine.sources import HITL_INTERRUPT_NAME
+from engine.conditions import And, Condition, Contains, Empty, Eq, Exists, Gt, In, Le, Missing, Not, Or, Path, Value
+from engine.policy import APPROVING
+from engine.records import Decision, Run
 from engine.store import Delivery
 
-MAX_VOTER_IDS = 40  # the user and the groups they are in, tested against an ask's approvers
 RUN_SK = "run"
 SWEEP_PK = "sweep"
 ITEM_LIMIT = 400 * 1024  # DynamoDB's hard limit for one item, names and values included
@@ -64,42 +63,62 @@ def counts_as_approval(decision: Decision) -> bool:
     return not decision.expired and decision.verdict.value in APPROVING
 
 
-def policy_conditions(
-    decision: Decision, member_of: frozenset[str], names: dict[str, str], values: dict[str, Any]
-) -> list[str]:
-    """``engine.policy.refusal`` as condition expressions on ask ``#k`` (see that function).
+def render(condition: Condition, names: dict[str, str], values: dict[str, Any]) -> str:
+    """``condition`` (``engine.conditions``) as a DynamoDB condition expression.
 
-    The decider and each group they are in is tested against the ask's approvers (and,
-    once it escalated, its escalation ids); absent approvers mean anyone.
+    Adds the placeholders it uses to ``names`` (``#c…``) and ``values`` (``:c…``), and only
+    those: DynamoDB refuses an expression whose placeholders go unused. The rules of a
+    decision are declared once in the engine (``engine.decision_rules``); this renders
+    them, it does not restate them.
     """
-    if decision.expired:
-        return []
-    names["#expires"] = "expires_at"
-    conditions = ["(attribute_not_exists(asks.#k.#rules.#expires) OR asks.#k.#rules.#expires > :now)"]
-    # DynamoDB refuses names and values an expression does not use: add only what is used.
-    names.update({"#rules": "rules", "#approvers": "approvers", "#esc": "escalated", "#escto": "escalate_to"})
-    values.update({":user": {"S": decision.user}, ":true": {"BOOL": True}})
-    ids = [decision.user, *sorted(member_of)][:MAX_VOTER_IDS]
-    for n, value in enumerate(ids):
-        values[f":v{n}"] = {"S": value}
-    listed = " OR ".join(f"contains(asks.#k.#rules.#approvers, :v{n})" for n in range(len(ids)))
-    escalated = " OR ".join(f"contains(asks.#k.#rules.#escto, :v{n})" for n in range(len(ids)))
-    allowed = (
-        f"(attribute_not_exists(asks.#k.#rules.#approvers) OR {listed} OR (asks.#k.#esc = :true AND ({escalated})))"
-    )
-    if decision.verdict is Verdict.REJECT:
-        conditions.append(f"(started_by = :user OR {allowed})")
-    else:
-        names["#allow"] = "allow_self"
-        conditions += ["(started_by <> :user OR asks.#k.#rules.#allow = :true)", allowed]
-    if counts_as_approval(decision):
-        names.update({"#u": decision.user, "#votes": "votes"})
-        conditions.append("attribute_not_exists(asks.#k.#votes.#u)")
-    if decision.verdict is Verdict.REPLY and (decision.text or "").strip().lower() in HITL_YES:
-        names.update({"#name": "name", "#short": "short"})
-        values[":hitl"] = {"S": HITL_INTERRUPT_NAME}
-        conditions.append("(attribute_not_exists(asks.#k.#short) OR asks.#k.#name <> :hitl)")
-    return conditions
+    by_name: dict[str, str] = {}
+    by_value: dict[tuple[str, str], str] = {}
+
+    def name(part: str) -> str:
+        if part not in by_name:
+            by_name[part] = f"#c{len(by_name)}"
+            names[by_name[part]] = part
+        return by_name[part]
+
+    def path(p: Path) -> str:
+        return ".".join(name(part) for part in p.parts)
+
+    def value(v: Value) -> str:
+        wired = wire(v)
+        tag = json.dumps(wired, sort_keys=True, default=str)
+        kind = next(iter(wired))
+        if (kind, tag) not in by_value:
+            by_value[(kind, tag)] = f":c{len(by_value)}"
+            values[by_value[(kind, tag)]] = wired
+        return by_value[(kind, tag)]
+
+    def go(c: Condition) -> str:
+        match c:
+            case Exists(p):
+                return f"attribute_exists({path(p)})"
+            case Missing(p):
+                return f"attribute_not_exists({path(p)})"
+            case Eq(p, v):
+                return f"{path(p)} = {value(v)}"
+            case Gt(p, v):
+                return f"{path(p)} > {value(v)}"
+            case Le(p, v):
+                return f"{path(p)} <= {value(v)}"
+            case Contains(p, v):
+                return f"contains({path(p)}, {value(v)})"
+            case In(p, vs):
+                return f"{path(p)} IN ({', '.join(value(v) for v in vs)})"
+            case Empty(p):
+                return f"size({path(p)}) = {value(0)}"
+            case And(items_):
+                return "(" + " AND ".join(go(i) for i in items_) + ")"
+            case Or(items_):
+                return "(" + " OR ".join(go(i) for i in items_) + ")"
+            case Not(item):
+                return f"(NOT {go(item)})"
+        raise TypeError(f"not a condition: {c!r}")
+
+    return go(condition)
 
 
 def _doc(run: Run) -> dict[str, Any]:

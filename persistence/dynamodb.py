@@ -49,8 +49,8 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import ClientError
 
 from engine.audit import MAX_EVENTS, AuditEvent
+from engine.decision_rules import condition_for
 from engine.records import (
-    DEFAULT_VERDICTS,
     DELIVERY_GRACE_SECONDS,
     Ask,
     AskStatus,
@@ -206,9 +206,10 @@ class DynamoRunStore:
         member_of: frozenset[str] = frozenset(),
         event: AuditEvent | None = None,
     ) -> Run:
-        # One conditional UpdateItem in the plain case. Every rule of ``store_rules.decided``
-        # is restated in its condition; when it fails, the item as stored (ALL_OLD) is
-        # judged by those rules in Python, which either names the refusal or says how to
+        # One conditional UpdateItem in the plain case. Its condition is the engine's
+        # declaration of the rules (``engine.decision_rules``) rendered for DynamoDB; when
+        # it fails, the item as stored (ALL_OLD) is judged by the same declaration in Python
+        # (``store_rules.decided``, no extra read), which either names the refusal or says how to
         # write instead: as a vote (under a quorum, approvals are still missing), or
         # without the claim (someone holds the run; its holder's save then fails its
         # version check and adopts this decision). Whatever lands in between makes the
@@ -263,15 +264,12 @@ class DynamoRunStore:
         event: AuditEvent | None,
         vote: bool,
     ) -> Run:
-        names = {"#k": ask_key, "#st": "status", "#version": "version", "#verdicts": "verdicts"}
+        names = {"#k": ask_key, "#version": "version"}
         values: dict[str, Any] = {
-            ":pending": {"S": AskStatus.PENDING.value},
-            ":verdict": {"S": decision.verdict.value},
             ":d": items.decision_value(decision),
             ":one": {"N": "1"},
             ":now": items.wire(now),
             ":sweep": {"S": items.SWEEP_PK},
-            **({":none": {"N": "0"}} if decision.verdict in DEFAULT_VERDICTS else {}),
         }
         if event is not None:
             names["#audit"] = "audit"
@@ -280,8 +278,9 @@ class DynamoRunStore:
         sets = ["#version = #version + :one", "updated_at = :now", "sweep_pk = :sweep"]
         if event is not None:
             sets.append("#audit = list_append(if_not_exists(#audit, :empty), :ev)")
-        conditions = ["asks.#k.#st = :pending", _offers(decision)]
-        conditions += items.policy_conditions(decision, member_of, names, values)
+        # The rules, as the engine declares them; what follows only shapes the write.
+        rules = condition_for(ask_key, decision, member_of=member_of, now=now)
+        conditions = [items.render(rules, names, values)]
         if card is not None:
             sets.append("asks.#k.#card = if_not_exists(asks.#k.#card, :card)")
             names["#card"] = "card"
@@ -295,6 +294,7 @@ class DynamoRunStore:
             sets.append("sweep_at = if_not_exists(lease_until, :due)")
             conditions.append("asks.#k.#short > :one")
         else:
+            names["#st"] = "status"
             values[":decided"] = {"S": AskStatus.DECIDED.value}
             sets += ["asks.#k.#st = :decided", "asks.#k.decision = :d"]
             if items.counts_as_approval(decision):
@@ -658,18 +658,6 @@ class _Rejudge(Exception):
         super().__init__("condition failed")
         self.item = item
         self.run = run
-
-
-def _offers(decision: Decision) -> str:
-    """The condition that the ask offers ``decision.verdict``, read as Ask.from_dict reads it.
-
-    ``contains`` on the stored list; a record without a list (or with an empty one)
-    offers DEFAULT_VERDICTS, so for those verdicts a missing or empty list passes too.
-    """
-    listed = "contains(asks.#k.#verdicts, :verdict)"
-    if decision.verdict not in DEFAULT_VERDICTS:
-        return listed
-    return f"({listed} OR attribute_not_exists(asks.#k.#verdicts) OR size(asks.#k.#verdicts) = :none)"
 
 
 def _stored_item(exc: ClientError) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""``SlackDirectory`` against the local Slack over HTTP: members, caching, shared lookups, stale on error."""
+"""``SlackDirectory`` against the local Slack over HTTP: members, channels, caching, shared lookups, failing closed."""
 
 from __future__ import annotations
 
@@ -84,42 +84,55 @@ async def test_a_caller_giving_up_does_not_cancel_the_shared_lookup(
     assert lookups(local_slack) == 1
 
 
-async def test_a_failed_refresh_serves_the_members_last_seen(
+async def test_a_failed_refresh_fails_closed_with_one_warning_per_outage(
     local_slack: LocalSlack, client: AsyncWebClient, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Someone removed from a group loses its rights once the ttl has passed, however long
+    Slack fails: members are never served staler than the ttl."""
     clock = Clock()
     local_slack.set_usergroup("S0OPS", ["U0CAROL"])
     directory = SlackDirectory(client, ttl=60, clock=clock)
     assert await directory.members("S0OPS") == {"U0CAROL"}
     local_slack.set_usergroup("S0OPS", ["U0DAVE"])
     fault = local_slack.inject_failures(method=METHOD, status=500, times=None)
+    clock.now += 59
+    assert await directory.members("S0OPS") == {"U0CAROL"}, "within the ttl: cached"
     with caplog.at_level(logging.WARNING, logger="bot.directory"):
         for _ in range(3):
             clock.now += 61
-            assert await directory.members("S0OPS") == {"U0CAROL"}
-            assert await directory.members("S0OPS") == {"U0CAROL"}  # not asked again within ttl
+            with pytest.raises(SlackApiError):
+                await directory.members("S0OPS")
     assert fault.served == 3
     warnings = [r.getMessage() for r in caplog.records if r.name == "bot.directory"]
-    assert len(warnings) == 1 and "S0OPS" in warnings[0], warnings
+    assert len(warnings) == 1, warnings
     local_slack.clear_failures()
-    clock.now += 61
     assert await directory.members("S0OPS") == {"U0DAVE"}  # back, and up to date
 
 
-async def test_members_last_seen_stand_in_for_a_while_only(local_slack: LocalSlack, client: AsyncWebClient) -> None:
-    """Someone removed from a group must not keep its rights through a long outage."""
-    from bot.directory import MAX_STALE
-
+async def test_channel_membership_is_cached_for_ttl_and_fails_closed(
+    local_slack: LocalSlack, client: AsyncWebClient
+) -> None:
     clock = Clock()
-    local_slack.set_usergroup("S0OPS", ["U0CAROL"])
+    local_slack.set_members("C0RUNS", ["U0ALICE"])
     directory = SlackDirectory(client, ttl=60, clock=clock)
-    assert await directory.members("S0OPS") == {"U0CAROL"}
-    local_slack.inject_failures(method=METHOD, status=500, times=None)
-    clock.now += MAX_STALE - 1
-    assert await directory.members("S0OPS") == {"U0CAROL"}
-    clock.now += 61
+    assert await directory.in_channel("U0ALICE", "C0RUNS")
+    assert not await directory.in_channel("U0MALLORY", "C0RUNS")
+    local_slack.set_members("C0RUNS", ["U0BOB"])
+    local_slack.inject_failures(method="users.conversations", status=500, times=None)
+    assert await directory.in_channel("U0ALICE", "C0RUNS"), "within the ttl: cached"
+    clock.now += 60
     with pytest.raises(SlackApiError):
-        await directory.members("S0OPS")
+        await directory.in_channel("U0ALICE", "C0RUNS")
+
+
+def test_the_ttl_can_be_shortened_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.directory import DEFAULT_TTL, ttl_from_environment
+
+    monkeypatch.setenv("DIRECTORY_TTL_SECONDS", "2.5")
+    assert ttl_from_environment() == 2.5
+    for bad in ("0", "-1", "soon", "inf"):
+        monkeypatch.setenv("DIRECTORY_TTL_SECONDS", bad)
+        assert ttl_from_environment() == DEFAULT_TTL
 
 
 async def test_a_group_never_fetched_has_no_fallback(local_slack: LocalSlack, client: AsyncWebClient) -> None:

@@ -670,6 +670,7 @@ def editable_run(bot: Bot) -> Run:
         asks={ask.key: ask},
         channel=CHANNEL,
     )
+    bot.slack.set_members(CHANNEL, ["U0ALICE", "U0BOB"])  # an ask open to the run's channel
     bot.services.store.create(run)
     stored = bot.services.store.load(run.run_id)
     assert stored is not None

@@ -36,12 +36,18 @@ class FakeDirectory:
 
     groups: dict[str, set[str]] = field(default_factory=dict)
     lookups: list[str] = field(default_factory=list)
+    channels: dict[str, set[str]] | None = None  # channel -> members; None: everyone is in every channel
+    channel_lookups: list[tuple[str, str]] = field(default_factory=list)
 
     async def members(self, group: str) -> frozenset[str]:
         self.lookups.append(group)
         if group not in self.groups:
             raise LookupError(group)
         return frozenset(self.groups[group])
+
+    async def in_channel(self, user: str, channel: str) -> bool:
+        self.channel_lookups.append((user, channel))
+        return self.channels is None or user in self.channels.get(channel, set())
 
 
 @dataclass

@@ -16,6 +16,8 @@ from engine.records import AskStatus, Decision, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import RecordingPublisher
 
+IN_C1 = frozenset({"C1"})  # a direct store decision names the channel its decider is in
+
 
 def approve(user: str = "U1", text: str | None = None, verdict: Verdict = Verdict.APPROVE) -> Decision:
     return Decision(verdict=verdict, user=user, at=time.time(), text=text)
@@ -110,7 +112,7 @@ async def test_a_decision_made_during_a_resume_is_picked_up_by_the_holder(make_e
     asks = {a.node_id: a for a in run.pending_asks()}
     # While the holder runs the graph with the left answer, someone answers right.
     test_graphs.DURING_PASS.append(
-        lambda: store.decide(run.run_id, asks["right"].key, approve("U7"), now=time.time()) and None
+        lambda: store.decide(run.run_id, asks["right"].key, approve("U7"), now=time.time(), member_of=IN_C1) and None
     )
     first = await engine.decide(run_id=run.run_id, ask_key=asks["left"].key, decision=approve())
     test_graphs.DURING_PASS.append(test_graphs.DURING_PASS.clear)  # fire once
@@ -125,7 +127,7 @@ async def test_a_decision_made_during_a_resume_is_picked_up_by_the_holder(make_e
 
 async def test_sweep_takes_over_a_run_whose_holder_died(make_engine, store: SqliteRunStore) -> None:
     run = await make_engine().start(graph="guarded-write", task="x", user="U0", channel="C1")
-    decided = store.decide(run.run_id, run.pending_asks()[0].key, approve(), now=time.time())
+    decided = store.decide(run.run_id, run.pending_asks()[0].key, approve(), now=time.time(), member_of=IN_C1)
     # A process claimed the run, then died: its lease ran out.
     store.claim(
         run.run_id,
@@ -145,7 +147,7 @@ async def test_sweep_takes_over_a_run_whose_holder_died(make_engine, store: Sqli
 
 async def test_sweep_resumes_a_decision_whose_process_died_before_claiming(make_engine, store) -> None:
     run = await make_engine().start(graph="guarded-write", task="y", user="U0", channel="C1")
-    store.decide(run.run_id, run.pending_asks()[0].key, approve(), now=time.time() - 5)
+    store.decide(run.run_id, run.pending_asks()[0].key, approve(), now=time.time() - 5, member_of=IN_C1)
     swept = await make_engine().sweep()
     assert [r.status for r in swept] == [RunStatus.COMPLETED]
     assert test_graphs.markers() == ["writer:y"]
@@ -153,7 +155,7 @@ async def test_sweep_resumes_a_decision_whose_process_died_before_claiming(make_
 
 async def test_a_live_lease_is_not_taken_over(make_engine, store) -> None:
     run = await make_engine().start(graph="guarded-write", task="z", user="U0", channel="C1")
-    decided = store.decide(run.run_id, run.pending_asks()[0].key, approve(), now=time.time())
+    decided = store.decide(run.run_id, run.pending_asks()[0].key, approve(), now=time.time(), member_of=IN_C1)
     store.claim(
         run.run_id,
         expected_version=decided.version,

@@ -25,7 +25,7 @@ THREAD = MessageRef(channel="C1", ts="1.0")
 
 def test_a_pending_ask_without_a_card_is_owed_once_the_run_has_a_thread() -> None:
     bare = {k: replace(a, card=None) for k, a in make_run("r").asks.items()}
-    run = make_run("r", status=RunStatus.WAITING, thread=None, asks=bare)
+    run = make_run("r", status=RunStatus.WAITING, thread=None, channel=None, asks=bare)
     assert not run.owes_slack, "no thread yet: nothing can be posted"
     run = run.evolve(thread=THREAD)
     assert run.owes_slack and run.sweep_at == run.updated_at + DELIVERY_GRACE_SECONDS

@@ -300,7 +300,9 @@ async def lost_claim_with_a_click_in_between(
         operations={"UpdateItem"},
         when=claiming,
         then=lambda: clicked.append(
-            elsewhere.decide(run.run_id, right.key, approve("U0CAROL"), now=time.time(), claim=None)
+            elsewhere.decide(
+                run.run_id, right.key, approve("U0CAROL"), now=time.time(), claim=None, member_of=frozenset({"C1"})
+            )
         ),
     )
 

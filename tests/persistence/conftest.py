@@ -94,6 +94,9 @@ def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Backend]:
     made.close()
 
 
+IN_C1 = frozenset({"C1"})  # what a decider of a make_run ask is shown to be in: its channel
+
+
 def make_run(run_id: str, **changes: Any) -> Run:
     now = time.time()
     asks = {
@@ -123,6 +126,7 @@ def make_run(run_id: str, **changes: Any) -> Run:
         graph="deploy",
         task="ship it — «now»",
         started_by="U0",
+        channel="C1",
         status=RunStatus.WAITING,
         version=1,
         created_at=now,

@@ -27,7 +27,7 @@ from persistence import (
     VersionConflict,
     snapshots,
 )
-from tests.persistence.conftest import Backend, decision, item_size, make_run
+from tests.persistence.conftest import IN_C1, Backend, decision, item_size, make_run
 from tests.support.aws import CountingMotoServer
 
 MB = 1024 * 1024
@@ -72,7 +72,7 @@ def test_decide_exactly_once_among_twenty_threads(backend: Backend) -> None:
     def click(user: str) -> None:
         barrier.wait()
         try:
-            won.append(store.decide("r-race", "a1", decision(user), now=time.time()))
+            won.append(store.decide("r-race", "a1", decision(user), now=time.time(), member_of=IN_C1))
         except AskNotPending as exc:
             lost.append(exc)
         except BaseException as exc:
@@ -98,7 +98,7 @@ def test_decide_records_decision_and_bumps_version(backend: Backend) -> None:
     run = make_run("r-decide")
     store.create(run)
     choice = decision("U1", verdict=Verdict.REPLY, text="wait until 5pm, s'il vous plaît")
-    after = store.decide("r-decide", "a1", choice, now=run.updated_at + 10)
+    after = store.decide("r-decide", "a1", choice, now=run.updated_at + 10, member_of=IN_C1)
 
     assert after.version == run.version + 1
     assert after.updated_at == run.updated_at + 10
@@ -114,9 +114,9 @@ def test_decide_unknown_run_or_ask(backend: Backend) -> None:
     store = backend.store()
     store.create(make_run("r-unknown"))
     with pytest.raises(RunNotFound):
-        store.decide("nope", "a1", decision("U1"), now=time.time())
+        store.decide("nope", "a1", decision("U1"), now=time.time(), member_of=IN_C1)
     with pytest.raises(AskNotFound):
-        store.decide("r-unknown", "a9", decision("U1"), now=time.time())
+        store.decide("r-unknown", "a9", decision("U1"), now=time.time(), member_of=IN_C1)
 
 
 def test_claim_takes_the_lease_once(backend: Backend) -> None:
@@ -222,7 +222,7 @@ def test_a_decision_makes_the_holders_save_fail(backend: Backend) -> None:
     run = make_run("r-save")
     store.create(run)
     v = store.claim("r-save", expected_version=1, status=RunStatus.RESUMING, owner="p1", lease_until=1e10, now=1)
-    store.decide("r-save", "a2", decision("U2"), now=2)
+    store.decide("r-save", "a2", decision("U2"), now=2, member_of=IN_C1)
     with pytest.raises(VersionConflict):
         store.save(run.evolve(status=RunStatus.WAITING, snapshot=b"new"), expected_version=v)
     stored = store.load("r-save")
@@ -256,7 +256,7 @@ def test_stuck_finds_expired_leases_and_unclaimed_decisions(backend: Backend) ->
     store.create(make_run("waiting"))
     store.create(make_run("done", status=RunStatus.COMPLETED))
     store.create(make_run("decided"))
-    store.decide("decided", "a1", decision("U1"), now=now - 10)
+    store.decide("decided", "a1", decision("U1"), now=now - 10, member_of=IN_C1)
 
     assert store.stuck(now=now) == ["expired", "decided"]  # oldest first
     assert store.stuck(now=now, limit=1) == ["expired"]
@@ -302,7 +302,7 @@ def test_snapshots_of_any_size_round_trip(backend: Backend, size: int) -> None:
 
     # A decision returns the run; its state comes with it when the record holds it, and
     # from fetch_state wherever it is kept.
-    decided = store.decide("r-snap", "a1", decision("U1"), now=time.time())
+    decided = store.decide("r-snap", "a1", decision("U1"), now=time.time(), member_of=IN_C1)
     assert decided.snapshot in (None, _state(store, second)) and store.fetch_state(decided) == _state(store, second)
 
 
@@ -339,7 +339,8 @@ def test_another_process_sees_and_changes_the_same_data(backend: Backend) -> Non
     code = (
         f"{opener}\n"
         "from persistence import Decision, Verdict\n"
-        "r = s.decide('r-proc', 'a1', Decision(verdict=Verdict.REJECT, user='U7', at=5.5), now=6.5)\n"
+        "r = s.decide('r-proc', 'a1', Decision(verdict=Verdict.REJECT, user='U7', at=5.5), now=6.5,"
+        " member_of=frozenset({'C1'}))\n"
         "print(r.version)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
@@ -356,12 +357,14 @@ def test_the_same_call_again_is_recognised_as_done(backend: Backend) -> None:
     run = make_run("r-again")
     store.create(run)
     choice = decision("U1")
-    first = store.decide("r-again", "a1", choice, now=10.0)
-    assert store.decide("r-again", "a1", choice, now=10.0).evolve(snapshot=None) == first.evolve(snapshot=None)
+    first = store.decide("r-again", "a1", choice, now=10.0, member_of=IN_C1)
+    assert store.decide("r-again", "a1", choice, now=10.0, member_of=IN_C1).evolve(snapshot=None) == first.evolve(
+        snapshot=None
+    )
     # The same person giving the same answer again (a resubmitted modal) is the same decision...
-    assert store.decide("r-again", "a1", replace(choice, at=11.0), now=11.0).version == first.version
+    assert store.decide("r-again", "a1", replace(choice, at=11.0), now=11.0, member_of=IN_C1).version == first.version
     with pytest.raises(AskNotPending):  # ...another answer is not
-        store.decide("r-again", "a1", decision("U1", text="other"), now=11.0)
+        store.decide("r-again", "a1", decision("U1", text="other"), now=11.0, member_of=IN_C1)
 
     args = {"expected_version": first.version, "status": RunStatus.RESUMING, "owner": "p1", "lease_until": 99.0}
     assert store.claim("r-again", **args, now=12.0) == first.version + 1  # type: ignore[arg-type]
@@ -381,7 +384,7 @@ def test_the_same_call_again_is_recognised_as_done(backend: Backend) -> None:
         lease_until=99.0,
         now=13.0,
     )
-    store.decide("r-again", "a2", decision("U2"), now=14.0)
+    store.decide("r-again", "a2", decision("U2"), now=14.0, member_of=IN_C1)
     assert (
         store.claim(
             "r-again",
@@ -466,7 +469,9 @@ def test_decide_refuses_a_verdict_the_ask_does_not_offer(backend: Backend, reque
     for ask_key, verdict in (("a2", Verdict.REPLY), ("a2", Verdict.EDIT), ("a1", Verdict.TRUST)):
         sent = _requests(backend, request)
         with pytest.raises(VerdictNotOffered) as refused:
-            store.decide("r-offer", ask_key, decision("U1", verdict=verdict, text="x"), now=run.updated_at + 5)
+            store.decide(
+                "r-offer", ask_key, decision("U1", verdict=verdict, text="x"), now=run.updated_at + 5, member_of=IN_C1
+            )
         if backend.dynamo:
             assert sent() == {"dynamodb.UpdateItem": 1}, "a refusal is told apart without a second request"
         assert refused.value.ask_key == ask_key and refused.value.verdict is verdict
@@ -477,12 +482,12 @@ def test_decide_refuses_a_verdict_the_ask_does_not_offer(backend: Backend, reque
     # Still pending: an offered verdict is accepted, and a refused one on a decided ask
     # is reported as decided (someone else answered; the caller shows who).
     choice = decision("U2", verdict=Verdict.REJECT)
-    after = store.decide("r-offer", "a2", choice, now=run.updated_at + 6)
+    after = store.decide("r-offer", "a2", choice, now=run.updated_at + 6, member_of=IN_C1)
     assert after.version == 2 and after.asks["a2"].decision == choice and store.fetch_state(after) == run.snapshot
     with pytest.raises(AskNotPending) as late:
-        store.decide("r-offer", "a2", decision("U3", verdict=Verdict.REPLY), now=run.updated_at + 7)
+        store.decide("r-offer", "a2", decision("U3", verdict=Verdict.REPLY), now=run.updated_at + 7, member_of=IN_C1)
     assert late.value.run.asks["a2"].decision == choice
-    again = store.decide("r-offer", "a2", choice, now=run.updated_at + 6)  # a retry still succeeds
+    again = store.decide("r-offer", "a2", choice, now=run.updated_at + 6, member_of=IN_C1)  # a retry still succeeds
     assert again.evolve(snapshot=None) == after.evolve(snapshot=None)
 
 
@@ -496,8 +501,11 @@ def test_an_ask_recorded_without_verdicts_offers_the_defaults(backend: Backend) 
     assert loaded is not None and loaded.asks["a2"].verdicts == (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 
     with pytest.raises(VerdictNotOffered):
-        store.decide("r-default", "a2", decision("U1", verdict=Verdict.TRUST), now=time.time())
-    assert store.decide("r-default", "a2", decision("U1", verdict=Verdict.REPLY), now=time.time()).version == 2
+        store.decide("r-default", "a2", decision("U1", verdict=Verdict.TRUST), now=time.time(), member_of=IN_C1)
+    assert (
+        store.decide("r-default", "a2", decision("U1", verdict=Verdict.REPLY), now=time.time(), member_of=IN_C1).version
+        == 2
+    )
 
 
 def test_decide_exactly_once_when_some_clicks_name_a_verdict_not_offered(backend: Backend) -> None:
@@ -513,7 +521,7 @@ def test_decide_exactly_once_when_some_clicks_name_a_verdict_not_offered(backend
     def click(user: str, verdict: Verdict) -> None:
         barrier.wait()
         try:
-            won.append(store.decide("r-mixed", "a2", decision(user, verdict=verdict), now=time.time()))
+            won.append(store.decide("r-mixed", "a2", decision(user, verdict=verdict), now=time.time(), member_of=IN_C1))
         except (AskNotPending, VerdictNotOffered) as exc:
             refused.append((verdict, exc))
         except BaseException as exc:

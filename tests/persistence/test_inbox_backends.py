@@ -17,7 +17,7 @@ from engine.policy import AskRules
 from engine.records import AskStatus, RunStatus
 from engine.store import StoreBroken, StoreUnavailable
 from persistence import SqliteRunStore
-from tests.persistence.conftest import decision, make_run
+from tests.persistence.conftest import IN_C1, decision, make_run
 from tests.support.aws import CountingMotoServer
 
 # -- SQLite ------------------------------------------------------------------------------
@@ -62,7 +62,7 @@ def test_sqlite_inbox_rows_follow_every_write_that_changes_an_ask(tmp_path: Path
             return store._conn().execute("SELECT principal, ask_key FROM inbox ORDER BY ask_key").fetchall()
 
         assert rows() == [("U0A", "a1"), ("U0A", "a2")]
-        store.decide("r-rows", "a1", decision("U0A"), now=time.time())
+        store.decide("r-rows", "a1", decision("U0A"), now=time.time(), member_of=IN_C1)
         assert rows() == [("U0A", "a2")]
         stored = store.load("r-rows")
         assert stored is not None

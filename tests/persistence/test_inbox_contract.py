@@ -18,7 +18,7 @@ from engine.policy import AskRules
 from engine.records import Ask, AskStatus, Closed, Run, RunStatus
 from engine.store import RunStore
 from engine.store_rules import ANYONE, HOME_KEPT_SECONDS, principals
-from tests.persistence.conftest import Backend, decision, make_run
+from tests.persistence.conftest import IN_C1, Backend, decision, make_run
 from tests.support.aws import CountingMotoServer
 
 DAY = 86400.0
@@ -119,7 +119,7 @@ def test_a_decided_or_obsolete_ask_leaves_the_listing(backend: Backend) -> None:
     _indexed(store, _run("r-gone", _ask("a1", at=now, approvers=("U0A",)), _ask("a2", at=now + 1, approvers=("U0A",))))
     assert _listed(store, "U0A") == [("r-gone", "a2"), ("r-gone", "a1")]
 
-    store.decide("r-gone", "a2", decision("U0A"), now=time.time())
+    store.decide("r-gone", "a2", decision("U0A"), now=time.time(), member_of=IN_C1)
     assert _listed(store, "U0A") == [("r-gone", "a1")]
     stored = store.load("r-gone")
     assert stored is not None
@@ -137,7 +137,7 @@ def test_stale_entries_do_not_hide_older_pending_asks(backend: Backend) -> None:
     for n in range(6):
         _indexed(store, _run(f"r-st-{n}", _ask("a1", at=base + n, approvers=("U0A",))))
     for n in (5, 4, 3):  # the newest three are decided on their cards
-        store.decide(f"r-st-{n}", "a1", decision("U0A"), now=time.time())
+        store.decide(f"r-st-{n}", "a1", decision("U0A"), now=time.time(), member_of=IN_C1)
     assert _listed(store, "U0A", limit=2) == [("r-st-2", "a1"), ("r-st-1", "a1")]
     assert _listed(store, "U0A", limit=10) == [("r-st-2", "a1"), ("r-st-1", "a1"), ("r-st-0", "a1")]
 
@@ -159,7 +159,7 @@ def test_indexing_twice_makes_no_duplicates(backend: Backend) -> None:
 def test_indexing_an_out_of_date_copy_lists_nothing_decided(backend: Backend) -> None:
     store = backend.store()
     run = _indexed(store, _run("r-old-copy", _ask("a1", at=time.time(), approvers=("U0A",))))
-    store.decide("r-old-copy", "a1", decision("U0A"), now=time.time())
+    store.decide("r-old-copy", "a1", decision("U0A"), now=time.time(), member_of=IN_C1)
     store.index_asks(run)  # a delivery retry holding the copy from before the click
     assert _listed(store, "U0A") == []
 
@@ -339,7 +339,7 @@ def test_dynamodb_a_decided_ask_costs_one_more_query_round_once(
     for n in range(4):
         _indexed(store, _run(f"r-round-{n}", _ask("a1", at=base + n, approvers=("U0A",))))
     for n in (3, 2):
-        store.decide(f"r-round-{n}", "a1", decision("U0A"), now=time.time())
+        store.decide(f"r-round-{n}", "a1", decision("U0A"), now=time.time(), member_of=IN_C1)
     sent = _counter(backend_dynamo, request)
     assert _listed(store, "U0A", limit=2) == [("r-round-1", "a1"), ("r-round-0", "a1")]
     assert sent() == {"dynamodb.Query": 2, "dynamodb.BatchGetItem": 2, "dynamodb.BatchWriteItem": 1}

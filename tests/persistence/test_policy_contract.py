@@ -18,7 +18,7 @@ from engine.policy import AskRules, Refusal
 from engine.records import AskStatus, Decision, Run, Verdict
 from engine.sources import HITL_INTERRUPT_NAME
 from engine.store import AskNotPending, DecisionRefused
-from tests.persistence.conftest import Backend, make_run
+from tests.persistence.conftest import IN_C1, Backend, make_run
 
 
 def _run(run_id: str, rules: AskRules, *, name: str | None = None) -> Run:
@@ -33,11 +33,13 @@ def _vote(
     return Decision(verdict=verdict, user=user, at=at if at is not None else time.time(), text=text)
 
 
-def _refused(backend: Backend, run_id: str, decision: Decision, **kwargs: object) -> Refusal:
+def _refused(
+    backend: Backend, run_id: str, decision: Decision, *, member_of: frozenset[str] = IN_C1, **kwargs: object
+) -> Refusal:
     store = backend.store()
     before = store.load(run_id)
     with pytest.raises(DecisionRefused) as caught:
-        store.decide(run_id, "a1", decision, now=time.time(), **kwargs)  # type: ignore[arg-type]
+        store.decide(run_id, "a1", decision, now=time.time(), member_of=member_of, **kwargs)  # type: ignore[arg-type]
     after = store.load(run_id)
     assert before is not None and after is not None
     assert after.version == before.version and after.asks == before.asks, "a refused decision writes nothing"
@@ -49,14 +51,16 @@ def test_only_listed_approvers_decide(backend: Backend) -> None:
     backend.store().create(_run("r-list", AskRules(approvers=("U0ALICE", "S0OPS"))))
     assert _refused(backend, "r-list", _vote("U0MALLORY")) is Refusal.NOT_APPROVER
     assert _refused(backend, "r-list", _vote("U0MALLORY", Verdict.REJECT, text="no")) is Refusal.NOT_APPROVER
-    run = backend.store().decide("r-list", "a1", _vote("U0ALICE"), now=time.time())
+    run = backend.store().decide("r-list", "a1", _vote("U0ALICE"), now=time.time(), member_of=IN_C1)
     assert run.asks["a1"].status is AskStatus.DECIDED and run.asks["a1"].decision is not None
 
 
 def test_a_group_member_decides_through_the_group(backend: Backend) -> None:
     backend.store().create(_run("r-group", AskRules(approvers=("S0OPS",))))
     assert _refused(backend, "r-group", _vote("U0CAROL"), member_of=frozenset({"S0OTHER"})) is Refusal.NOT_APPROVER
-    run = backend.store().decide("r-group", "a1", _vote("U0CAROL"), now=time.time(), member_of=frozenset({"S0OPS"}))
+    run = backend.store().decide(
+        "r-group", "a1", _vote("U0CAROL"), now=time.time(), member_of=frozenset({"C1", "S0OPS"})
+    )
     assert run.asks["a1"].status is AskStatus.DECIDED
 
 
@@ -65,11 +69,13 @@ def test_the_requester_may_reject_but_not_approve_unless_allowed(backend: Backen
     backend.store().create(_run("r-self", AskRules(approvers=("U0ALICE",))))
     for verdict in (Verdict.APPROVE, Verdict.REPLY):
         assert _refused(backend, "r-self", _vote(starter, verdict, text="ok")) is Refusal.SELF_APPROVAL
-    run = backend.store().decide("r-self", "a1", _vote(starter, Verdict.REJECT, text="stop"), now=time.time())
+    run = backend.store().decide(
+        "r-self", "a1", _vote(starter, Verdict.REJECT, text="stop"), now=time.time(), member_of=IN_C1
+    )
     assert run.asks["a1"].decision is not None and run.asks["a1"].decision.verdict is Verdict.REJECT
 
     backend.store().create(_run("r-self-ok", AskRules(allow_self=True)))
-    run = backend.store().decide("r-self-ok", "a1", _vote(starter), now=time.time())
+    run = backend.store().decide("r-self-ok", "a1", _vote(starter), now=time.time(), member_of=IN_C1)
     assert run.asks["a1"].status is AskStatus.DECIDED
 
 
@@ -77,7 +83,9 @@ def test_an_ask_recorded_before_policies_forbids_self_approval_only(backend: Bac
     """Default terms: anyone decides, the requester only rejects (fail closed)."""
     backend.store().create(make_run("r-old"))
     assert _refused(backend, "r-old", _vote(make_run("x").started_by)) is Refusal.SELF_APPROVAL
-    assert backend.store().decide("r-old", "a1", _vote("U0ANYONE"), now=time.time()).asks["a1"].decision
+    assert (
+        backend.store().decide("r-old", "a1", _vote("U0ANYONE"), now=time.time(), member_of=IN_C1).asks["a1"].decision
+    )
 
 
 def test_a_quorum_counts_distinct_approvers_and_decides_on_the_last(backend: Backend) -> None:
@@ -85,25 +93,29 @@ def test_a_quorum_counts_distinct_approvers_and_decides_on_the_last(backend: Bac
     store = backend.store()
     first = _vote("U0A")
     event = AuditEvent(at=first.at, kind="decided", by="U0A", ask="a1", text="approve")
-    run = store.decide("r-q", "a1", first, now=time.time(), event=event)
+    run = store.decide("r-q", "a1", first, now=time.time(), member_of=IN_C1, event=event)
     ask = run.asks["a1"]
     assert ask.status is AskStatus.PENDING and ask.decision is None and ask.votes == {"U0A": first}
     assert run.audit[-1].kind == "voted" and run.audit[-1].by == "U0A"
-    assert store.decide("r-q", "a1", first, now=time.time()).version == run.version, "the same vote again: done"
+    assert store.decide("r-q", "a1", first, now=time.time(), member_of=IN_C1).version == run.version, (
+        "the same vote again: done"
+    )
     assert _refused(backend, "r-q", _vote("U0A")) is Refusal.ALREADY_APPROVED
-    last = store.decide("r-q", "a1", _vote("U0B"), now=time.time(), event=replace(event, by="U0B", id=""))
+    last = store.decide(
+        "r-q", "a1", _vote("U0B"), now=time.time(), member_of=IN_C1, event=replace(event, by="U0B", id="")
+    )
     ask = last.asks["a1"]
     assert ask.status is AskStatus.DECIDED and ask.decision is not None and ask.decision.user == "U0B"
     assert ask.voters() == ["U0A"] and last.audit[-1].kind == "decided"
     with pytest.raises(AskNotPending):
-        store.decide("r-q", "a1", _vote("U0C"), now=time.time())
+        store.decide("r-q", "a1", _vote("U0C"), now=time.time(), member_of=IN_C1)
 
 
 def test_one_reject_rejects_under_a_quorum(backend: Backend) -> None:
     backend.store().create(_run("r-qr", AskRules(quorum=3)))
     store = backend.store()
-    store.decide("r-qr", "a1", _vote("U0A"), now=time.time())
-    run = store.decide("r-qr", "a1", _vote("U0B", Verdict.REJECT, text="not today"), now=time.time())
+    store.decide("r-qr", "a1", _vote("U0A"), now=time.time(), member_of=IN_C1)
+    run = store.decide("r-qr", "a1", _vote("U0B", Verdict.REJECT, text="not today"), now=time.time(), member_of=IN_C1)
     decision = run.asks["a1"].decision
     assert decision is not None and decision.verdict is Verdict.REJECT and run.asks["a1"].status is AskStatus.DECIDED
 
@@ -111,7 +123,9 @@ def test_one_reject_rejects_under_a_quorum(backend: Backend) -> None:
 def test_a_reply_cannot_approve_a_confirmation_alone_under_a_quorum(backend: Backend) -> None:
     backend.store().create(_run("r-hitl", AskRules(quorum=2), name=HITL_INTERRUPT_NAME))
     assert _refused(backend, "r-hitl", _vote("U0A", Verdict.REPLY, text=" Yes ")) is Refusal.NEEDS_APPROVE
-    run = backend.store().decide("r-hitl", "a1", _vote("U0A", Verdict.REPLY, text="why?"), now=time.time())
+    run = backend.store().decide(
+        "r-hitl", "a1", _vote("U0A", Verdict.REPLY, text="why?"), now=time.time(), member_of=IN_C1
+    )
     assert run.asks["a1"].status is AskStatus.DECIDED
 
 
@@ -125,14 +139,14 @@ def test_an_escalation_adds_its_group_to_who_may_decide(backend: Backend) -> Non
     assert stored is not None
     escalated = stored.evolve(asks={"a1": replace(stored.asks["a1"], escalated=True)})
     store.save(escalated, expected_version=stored.version)
-    done = store.decide("r-esc", "a1", _vote("U0LEAD"), now=time.time(), member_of=frozenset({"S0LEADS"}))
+    done = store.decide("r-esc", "a1", _vote("U0LEAD"), now=time.time(), member_of=frozenset({"C1", "S0LEADS"}))
     assert done.asks["a1"].status is AskStatus.DECIDED
 
 
 def test_an_expiry_is_decided_whatever_the_policy(backend: Backend) -> None:
     backend.store().create(_run("r-exp", AskRules(approvers=("U0A",), quorum=2)))
     expiry = Decision(verdict=Verdict.REJECT, user="", at=time.time(), text="expired", expired=True)
-    run = backend.store().decide("r-exp", "a1", expiry, now=time.time())
+    run = backend.store().decide("r-exp", "a1", expiry, now=time.time(), member_of=IN_C1)
     decision = run.asks["a1"].decision
     assert decision is not None and decision.expired and decision.user == ""
     assert backend.store().load("r-exp", snapshot=False) == run.evolve(snapshot=None)
@@ -151,7 +165,7 @@ def test_concurrent_approvals_reach_the_quorum_once(backend: Backend, quorum: in
     def click(user: str) -> None:
         barrier.wait()
         try:
-            results.append(store.decide("r-rush", "a1", _vote(user), now=time.time()))
+            results.append(store.decide("r-rush", "a1", _vote(user), now=time.time(), member_of=IN_C1))
         except AskNotPending as exc:
             lost.append(exc)
         except BaseException as exc:

@@ -8,7 +8,7 @@ from engine.records import MessageRef
 from engine.store import Delivery, Lease
 from persistence import RunStatus
 from persistence.dynamodb import DynamoRunStore
-from tests.persistence.conftest import decision, make_run
+from tests.persistence.conftest import IN_C1, decision, make_run
 from tests.support.aws import CountingMotoServer
 
 
@@ -22,7 +22,7 @@ def test_approval_cycle_requests(moto_server: CountingMotoServer, dynamodb_table
     paused = store.save(run.evolve(status=RunStatus.WAITING, snapshot=b'{"nodes": []}' * 50), expected_version=0)
     with_cards = store.record_delivery(paused, Delivery(cards={"a1": MessageRef(channel="C1", ts="1.1")}))
     decided = store.decide(
-        "r-count", "a1", decision("U1"), now=paused.updated_at + 1, claim=Lease(owner="p1", until=1e10)
+        "r-count", "a1", decision("U1"), now=paused.updated_at + 1, claim=Lease(owner="p1", until=1e10), member_of=IN_C1
     )
     assert decided.lease_owner == "p1" and decided.status is RunStatus.RESUMING, "the decision claimed the run"
     assert decided.snapshot == paused.snapshot, "a small state comes back with the decision: no extra read"

@@ -143,3 +143,14 @@ def test_an_expired_ask() -> None:
 )
 def test_the_other_outcomes_are_unchanged(result: DecideResult, expected: str) -> None:
     assert loser_text(result).startswith(expected)
+
+
+def test_someone_not_shown_in_the_runs_channel_is_told_so() -> None:
+    text = loser_text(refused(Refusal.NOT_IN_CHANNEL, make_ask()))
+    assert text.startswith("Only people in this run's channel may decide this") and "nothing was recorded" in text
+
+
+def test_a_reply_reading_yes_under_a_quorum_points_to_approve_whatever_the_source() -> None:
+    for name in ("approve_deploy", "strands:human-in-the-loop"):
+        text = loser_text(refused(Refusal.NEEDS_APPROVE, make_ask(name=name, rules=AskRules(quorum=2))))
+        assert text == "This needs 2 approvals; use Approve (a reply cannot approve on its own)."
