@@ -29,8 +29,8 @@ def _ask(status: AskStatus) -> Ask:
     return Ask(key="k1", interrupt_id="i", name="n", reason=None, node_id="a", status=status, created_at=0)
 
 
-RUN_ALLOWED = [(a, b, c) for (a, b), causes in RUN_TRANSITIONS.items() for c in causes]
-ASK_ALLOWED = [(a, b, c) for (a, b), causes in ASK_TRANSITIONS.items() for c in causes]
+RUN_ALLOWED = [(a, b, c) for (a, b), causes in RUN_TRANSITIONS.items() for c in sorted(causes)]
+ASK_ALLOWED = [(a, b, c) for (a, b), causes in ASK_TRANSITIONS.items() for c in sorted(causes)]
 
 
 @pytest.mark.parametrize(("before", "after", "cause"), RUN_ALLOWED, ids=lambda v: getattr(v, "value", str(v)))

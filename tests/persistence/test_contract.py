@@ -148,7 +148,7 @@ def test_a_claim_marks_the_answers_it_hands_its_pass_and_counts_takeovers(backen
     store = backend.store()
     run = make_run("r-hand")
     store.create(run)
-    decided = store.decide("r-hand", "a1", decision("U1"), now=run.updated_at)
+    decided = store.decide("r-hand", "a1", decision("U1"), now=run.updated_at, member_of=IN_C1)
     assert decided.asks["a1"].handed is None, "a decision without a claim hands nothing"
     v = store.claim(
         "r-hand",
@@ -192,11 +192,13 @@ def test_a_decision_that_claims_marks_its_ask_as_handed(backend: Backend) -> Non
     store = backend.store()
     store.create(make_run("r-hand-decide"))
     lease = Lease(owner="p1/2", until=time.time() + 60)
-    claimed = store.decide("r-hand-decide", "a1", decision("U1"), now=time.time(), claim=lease)
+    claimed = store.decide("r-hand-decide", "a1", decision("U1"), now=time.time(), claim=lease, member_of=IN_C1)
     assert claimed.lease_owner == "p1/2" and claimed.asks["a1"].handed == "p1/2"
     stored = store.load("r-hand-decide", snapshot=False)
     assert stored is not None and stored.asks["a1"].handed == "p1/2" and stored.asks["a2"].handed is None
-    held = store.decide("r-hand-decide", "a2", decision("U2"), now=time.time(), claim=Lease(owner="p3/1", until=1e10))
+    held = store.decide(
+        "r-hand-decide", "a2", decision("U2"), now=time.time(), claim=Lease(owner="p3/1", until=1e10), member_of=IN_C1
+    )
     assert held.lease_owner == "p1/2" and held.asks["a2"].handed is None, "a held run is decided alone: not handed"
 
 
@@ -213,7 +215,7 @@ def test_a_may_have_acted_ask_round_trips(backend: Backend) -> None:
     run = run.evolve(asks={**run.asks, "a3": again}, takeovers=1)
     store.create(run)
     assert store.load("r-retry-of") == run
-    decided = store.decide("r-retry-of", "a3", decision("U2", verdict=Verdict.RETRY), now=time.time())
+    decided = store.decide("r-retry-of", "a3", decision("U2", verdict=Verdict.RETRY), now=time.time(), member_of=IN_C1)
     assert decided.asks["a3"].status is AskStatus.DECIDED and decided.asks["a3"].retry_of == again.retry_of
 
 
