@@ -14,13 +14,14 @@ listed person therefore costs no second write, and a failed lookup refuses.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
 from engine import audit
 from engine.audit import AuditEvent
 from engine.oversight import groups_of
-from engine.policy import GROUP_ID, Directory, Refusal, deciders
+from engine.policy import GROUP_ID, LOOKUP_TIMEOUT_SECONDS, Directory, Refusal, deciders
 from engine.ports import DecideResult
 from engine.records import Decision, MessageRef
 from engine.store import (
@@ -116,7 +117,7 @@ class Ballot:
         if self._directory is None:
             return frozenset({channel})
         try:
-            inside = await self._directory.in_channel(user, channel)
+            inside = await asyncio.wait_for(self._directory.in_channel(user, channel), LOOKUP_TIMEOUT_SECONDS)
         except Exception as error:  # fail closed: not shown to be in the channel
             logger.warning("could not tell whether a user is in channel %s: %s", channel, type(error).__name__)
             return frozenset()

@@ -24,7 +24,7 @@ from engine import audit
 from engine.audit import AuditEvent, appended
 from engine.delivery import Courier
 from engine.invariants import enforced
-from engine.policy import GROUP_ID, Directory, Policy, deciders
+from engine.policy import GROUP_ID, LOOKUP_TIMEOUT_SECONDS, Directory, Policy, deciders
 from engine.ports import FINAL
 from engine.records import AskStatus, Run
 from engine.saving import cancelled_record
@@ -83,7 +83,7 @@ async def groups_of(directory: Directory | None, user: str, ids: Iterable[str]) 
 
     async def member(group: str) -> bool:
         try:
-            return user in await directory.members(group)
+            return user in await asyncio.wait_for(directory.members(group), LOOKUP_TIMEOUT_SECONDS)
         except Exception as error:  # fail closed: not shown to be a member
             logger.warning("could not read the members of user group %s: %s", group, type(error).__name__)
             return False

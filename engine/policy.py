@@ -38,6 +38,12 @@ class PolicyError(ValueError):
     """A policy keyword has a value the bot cannot enforce; the message names it."""
 
 
+# How long a decision waits for Slack to say who is in a group or a channel. A modal's
+# submission is decided inside Slack's 3-second ack, and slack_sdk may wait out a 429's
+# Retry-After: past this the fact counts as not shown (fail closed), and the person is told.
+LOOKUP_TIMEOUT_SECONDS = 1.0
+
+
 class Directory(Protocol):
     """Who is in a user group (Slack's ``usergroups.users.list``) and whether a person is in a
     channel (``users.conversations``), briefly cached. A lookup that fails raises: the caller

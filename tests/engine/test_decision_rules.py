@@ -3,6 +3,7 @@ written in, the Ballot's channel facts, and how the engine classifies a click's 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import replace
 
@@ -132,6 +133,29 @@ async def test_without_a_card_the_refusal_looks_up_the_runs_channel_and_a_failed
     ), "a failed lookup counts as not in the channel"
     home = await engine.decide(run_id=run.run_id, ask_key=key, decision=_vote("U0IN"))  # an App Home click
     assert home.accepted and channels.channel_lookups == [("U0IN", "C1")]
+
+
+async def test_a_lookup_that_hangs_counts_as_not_shown_within_the_timeout(
+    store: SqliteRunStore, publisher: RecordingPublisher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A modal is decided inside Slack's 3-second ack: a Slack lookup stuck in a 429's
+    Retry-After must not hold it, so past the timeout the fact is not shown (fail closed)."""
+    monkeypatch.setattr("engine.ballot.LOOKUP_TIMEOUT_SECONDS", 0.2)
+    engine = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher)
+    run = await engine.start(graph="guarded-write", task="t", user="U0REQ", channel="C1")
+    ask = run.pending_asks()[0]
+
+    async def stuck(user: str, channel: str) -> bool:
+        await asyncio.sleep(30)
+        return True
+
+    hanging = FakeDirectory()
+    hanging.in_channel = stuck  # type: ignore[method-assign]
+    slow = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher, directory=hanging)
+    started = time.monotonic()
+    result = await slow.decide(run_id=run.run_id, ask_key=ask.key, decision=_vote("U0IN"), card=ask.card)
+    assert result.refusal is Refusal.NOT_IN_CHANNEL
+    assert time.monotonic() - started < 2.0, "two lookups at most, each cut at the timeout"
 
 
 # -- the outcome of a click ------------------------------------------------------------------
