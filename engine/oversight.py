@@ -19,6 +19,7 @@ from enum import StrEnum
 
 from engine import audit
 from engine.audit import AuditEvent, appended
+from engine.crash import crash_point
 from engine.delivery import Courier
 from engine.policy import GROUP_ID, Directory, Policy, deciders
 from engine.ports import FINAL
@@ -120,6 +121,7 @@ class Oversight:
             except VersionConflict:
                 continue
             audit.log(run_id, [e for e in saved.audit if e not in run.audit])
+            crash_point("cancel_saved")
             if held:
                 return Cancelled(outcome=CancelOutcome.STOPPING)
             await self._courier.deliver(saved, unposted={FINAL})

@@ -1,0 +1,575 @@
+"""Proof by exploring interleavings: a model-based test of the engine against both stores.
+
+Two ``RunEngine``s on one store stand for two processes (their own owners and store
+clients, one shared fake clock, one Slack). Hypothesis interleaves what people and the
+processes do: starts of graphs of four shapes, clicks by allowed and refused people on
+either engine (with or without claiming the run, the follow-up now or later), App Home
+decisions (no card), replies (``yes`` under a quorum too), edits, cancels, the clock
+moving past leases and expiries, sweeps, lost write responses (``LossyStore``), a click
+landing in the middle of another process's pass, and crashes at the engine's named
+points (``engine.crash.arm``: the process dies there; the test replaces it with a new
+one, whose leases are new). After every step the promises in
+``tests/support/invariants.py`` are checked; at the end of each example the clock passes
+every lease and grace and the engines sweep until nothing is due, and every run must be
+finished or waiting with live cards.
+
+``INTERLEAVINGS_KNOWN`` (comma-separated check names, default ``KNOWN_ISSUES``) lists
+checks that are reported but not failed while their bug is open; ``none`` checks all.
+The long exploration: ``INTERLEAVINGS_EXAMPLES=400 nice python -m pytest -m long
+tests/engine/test_interleavings.py -q -s`` (see docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+
+import engine.saving
+import tests.support.graphs as test_graphs
+from engine import RunEngine, crash
+from engine.crash import SimulatedCrash
+from engine.ports import DecideResult
+from engine.records import DELIVERY_GRACE_SECONDS, Ask, AskStatus, Decision, MessageRef, Run, Verdict
+from engine.saving import Saver
+from engine.store import RunStore, StoreError
+from graph_defs.registry import get_graph
+from persistence.sqlite import SqliteRunStore
+from tests.engine.conftest import FakeDirectory, RecordingPublisher, RegistrySource
+from tests.support import invariants as inv
+from tests.support.aws import REGION
+from tests.support.lossy_store import LossyStore
+
+GRAPHS = ("guarded-write", "two-asks", "guarded-quorum", "guarded-approvers", "tool-gate-test", "hitl-quorum")
+PEOPLE = ("U0BOB", "U0ALICE", "U0CAROL", "U0OPS", "U0STARTER", "U0MALLORY")
+GROUPS = {"S0OPS": {"U0OPS"}, "S0LEADS": {"U0BOB"}}
+CRASH_POINTS = ("claimed", "passed", "saved", "posted", "recorded", "cancel_saved", "notices_claimed")
+LEASE = 300.0
+STEPS = (1.0, 30.0, DELIVERY_GRACE_SECONDS + 1, LEASE + 1, 2 * 86400.0, 3 * 86400.0 + 1)
+MAX_RUNS = 4
+
+# Checks reported but not failed while their bug is open (the integrator empties this).
+KNOWN_ISSUES: frozenset[str] = frozenset()
+
+
+def known() -> frozenset[str]:
+    value = os.environ.get("INTERLEAVINGS_KNOWN")
+    if value is None:
+        return KNOWN_ISSUES
+    return frozenset(v.strip() for v in value.split(",") if v.strip() and v.strip() != "none")
+
+
+@dataclass
+class Backend:
+    """Makes store clients for one example: every engine (process) gets its own."""
+
+    name: str
+    make: Callable[[], RunStore]
+    drop: Callable[[], None] = lambda: None
+
+
+@dataclass
+class Totals:
+    """What the exploration did, across examples (printed by the tests)."""
+
+    examples: int = 0
+    steps: int = 0
+    rules: Counter[str] = field(default_factory=Counter)
+    known: Counter[str] = field(default_factory=Counter)
+    crashes: int = 0
+
+
+@dataclass
+class Setup:
+    backends: Callable[[], Backend]
+    totals: Totals
+    markers_dir: Path
+
+
+SETUP: Setup | None = None
+MACHINE: Interleavings | None = None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = float(int(time.time()))
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CheckedPublisher:
+    """The recording publisher, checking before each call that the store already has what it shows."""
+
+    def __init__(self, inner: RecordingPublisher, observer: RunStore, ledger: inv.Ledger) -> None:
+        self.inner = inner
+        self._observer = observer
+        self._ledger = ledger
+
+    def _check(self, what: str, run: Run, ask: Ask | None = None) -> None:
+        found = inv.shown_is_saved(self._observer.load(run.run_id, snapshot=False), what, ask, run)
+        if found is not None:
+            self._ledger.shown_unsaved.append(found)
+
+    async def run_started(self, *, run: Run, channel: str) -> MessageRef:
+        self._check("started", run)
+        return await self.inner.run_started(run=run, channel=channel)
+
+    async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
+        self._check("card", run, ask)
+        return await self.inner.post_card(run=run, ask=ask)
+
+    async def update_card(self, *, run: Run, ask: Ask) -> None:
+        self._check("update", run, ask)
+        await self.inner.update_card(run=run, ask=ask)
+
+    async def post_final(self, *, run: Run) -> MessageRef:
+        self._check("final", run)
+        return await self.inner.post_final(run=run)
+
+    async def post_notice(self, *, run: Run, ask: Ask, index: int) -> MessageRef:
+        self._check("notice", run, ask)
+        return await self.inner.post_notice(run=run, ask=ask, index=index)
+
+    async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
+        return await self.inner.find_posted(run=run, what=what)
+
+    async def retract(self, *, ref: MessageRef) -> None:
+        await self.inner.retract(ref=ref)
+
+
+@dataclass
+class Deferred:
+    """A click whose follow-up (resume, card update) has not run yet: the ack went out first."""
+
+    engine: int
+    generation: int
+    run_id: str
+    result: DecideResult | None  # None: an App Home decision, picked up with ``pick_up``
+
+
+class Interleavings(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        assert SETUP is not None
+        global MACHINE
+        MACHINE = self
+        self.totals = SETUP.totals
+        self.totals.examples += 1
+        self.backend = SETUP.backends()
+        self.observer = self.backend.make()
+        self.markers = SETUP.markers_dir / f"markers-{uuid.uuid4().hex[:8]}.txt"
+        os.environ["APPROVAL_BOT_TEST_MARKERS"] = str(self.markers)
+        test_graphs.DURING_PASS.clear()
+        crash.arm(None)
+        self.loop = asyncio.new_event_loop()
+        self.clock = Clock()
+        self.ledger = inv.Ledger()
+        self.publisher = CheckedPublisher(RecordingPublisher(), self.observer, self.ledger)
+        self.directory = FakeDirectory(groups={k: set(v) for k, v in GROUPS.items()})
+        self.processes = 0
+        self.generation = [0, 0]
+        self.stores: list[LossyStore] = []
+        self.engines: list[RunEngine] = []
+        for _ in range(2):
+            store, engine = self._process()
+            self.stores.append(store)
+            self.engines.append(engine)
+        self.runs: list[str] = []
+        self.deferred: list[Deferred] = []
+        self.seen: dict[str, Run] = {}
+
+    # -- processes -------------------------------------------------------------------------
+
+    def _process(self) -> tuple[LossyStore, RunEngine]:
+        self.processes += 1
+        store = LossyStore(self.backend.make())
+        engine = RunEngine(
+            store=store,  # type: ignore[arg-type]
+            graphs=RegistrySource(),
+            publisher=self.publisher,
+            owner=f"proc{self.processes}",
+            lease_seconds=LEASE,
+            clock=self.clock,
+            directory=self.directory,
+        )
+        return store, engine
+
+    def _do(self, on: int, work: Callable[[RunEngine], Coroutine[Any, Any, Any]]) -> Any:
+        """Run ``work`` on process ``on``; a simulated crash kills it and a new process takes its place."""
+        try:
+            return self.loop.run_until_complete(work(self.engines[on]))
+        except SimulatedCrash:
+            self.totals.crashes += 1
+            self.stores[on], self.engines[on] = self._process()
+            self.generation[on] += 1
+            self.deferred = [d for d in self.deferred if d.engine != on]
+            return None
+        except StoreError:
+            return None  # the caller was told (a click answered "nothing was recorded", say)
+
+    def _count(self, name: str) -> None:
+        self.totals.steps += 1
+        self.totals.rules[name] += 1
+
+    def _run(self, index: int) -> Run | None:
+        return self.observer.load(self.runs[index % len(self.runs)], snapshot=False)
+
+    @staticmethod
+    def _pick(run: Run, index: int) -> Ask:
+        asks = sorted(run.asks.values(), key=lambda a: (a.status is not AskStatus.PENDING, a.created_at, a.key))
+        return asks[index % len(asks)]
+
+    def _decision(self, run: Run, ask: Ask, person: str, verdict: Verdict, text: str) -> Decision:
+        edited = {"service": run.task, "replicas": 5} if verdict is Verdict.EDIT else None
+        return Decision(
+            verdict=verdict,
+            user=person,
+            at=self.clock.now,
+            text=text if verdict in (Verdict.REPLY, Verdict.REJECT) else None,
+            edited_input=edited,
+        )
+
+    # -- rules -----------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.runs) < MAX_RUNS)
+    @rule(graph=st.sampled_from(GRAPHS), on=st.integers(0, 1), starter=st.sampled_from(["U0STARTER", "U0ALICE"]))
+    def start(self, graph: str, on: int, starter: str) -> None:
+        self._count("start")
+        number = len(self.runs)
+        self.runs.append(f"r{number}")
+        self._do(
+            on,
+            lambda e: e.start(graph=graph, task=f"t{number}x", user=starter, channel="C1", run_id=f"r{number}"),
+        )
+
+    @precondition(lambda self: bool(self.runs))
+    @rule(
+        on=st.integers(0, 1),
+        run=st.integers(0, MAX_RUNS - 1),
+        ask=st.integers(0, 3),
+        person=st.sampled_from(PEOPLE),
+        verdict=st.sampled_from([Verdict.APPROVE, Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY, Verdict.EDIT]),
+        text=st.sampled_from(["yes", "use canary"]),
+        claim=st.booleans(),
+        now=st.booleans(),
+        home=st.booleans(),
+    )
+    def click(
+        self, on: int, run: int, ask: int, person: str, verdict: Verdict, text: str, claim: bool, now: bool, home: bool
+    ) -> None:
+        """A button (``home`` False: from the card, maybe claiming) or an App Home decision (no card)."""
+        self._count("home" if home else "click")
+        stored = self._run(run)
+        if stored is None or not stored.asks:
+            return
+        target = self._pick(stored, ask)
+        decision = self._decision(stored, target, person, verdict, text)
+        card = None if home else target.card
+        result: DecideResult | None = self._do(
+            on,
+            lambda e: e.decide(
+                run_id=stored.run_id, ask_key=target.key, decision=decision, claim=claim and not home, card=card
+            ),
+        )
+        if result is None or not result.accepted:
+            return
+        self.totals.rules["accepted"] += 1
+        later = Deferred(
+            engine=on, generation=self.generation[on], run_id=stored.run_id, result=None if home else result
+        )
+        if now:
+            self._follow(later)
+        else:
+            self.deferred.append(later)
+
+    # Clicks are what the exploration is about: a second rule offers them more often.
+    @precondition(lambda self: bool(self.runs))
+    @rule(
+        on=st.integers(0, 1),
+        run=st.integers(0, MAX_RUNS - 1),
+        ask=st.integers(0, 3),
+        person=st.sampled_from(PEOPLE),
+        claim=st.booleans(),
+    )
+    def approve(self, on: int, run: int, ask: int, person: str, claim: bool) -> None:
+        """An Approve button clicked, its follow-up deferred (another click may come first)."""
+        self.click(on, run, ask, person, Verdict.APPROVE, "", claim, now=False, home=False)
+
+    def _follow(self, later: Deferred) -> None:
+        if self.generation[later.engine] != later.generation:
+            return  # that process died: its follow-up never happens
+        if later.result is None:
+            self._do(later.engine, lambda e: e.pick_up(later.run_id))
+        else:
+            result = later.result
+            self._do(later.engine, lambda e: e.follow_up(result))
+
+    @precondition(lambda self: bool(self.deferred))
+    @rule(index=st.integers(0, 7))
+    def follow_up(self, index: int) -> None:
+        self._count("follow_up")
+        self._follow(self.deferred.pop(index % len(self.deferred)))
+
+    @precondition(lambda self: bool(self.runs))
+    @rule(
+        run=st.integers(0, MAX_RUNS - 1),
+        ask=st.integers(0, 3),
+        person=st.sampled_from(PEOPLE),
+        verdict=st.sampled_from([Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY]),
+    )
+    def click_during_next_pass(self, run: int, ask: int, person: str, verdict: Verdict) -> None:
+        """Another process records a decision while the next approved tool runs (the run is held)."""
+        self._count("click_during_pass")
+        stored = self._run(run)
+        if stored is None or not stored.asks:
+            return
+        target = self._pick(stored, ask)
+        decision = self._decision(stored, target, person, verdict, "use canary")
+        other = self.stores[1].inner
+
+        def hook() -> None:
+            test_graphs.DURING_PASS.clear()
+            member_of = frozenset(g for g, people in GROUPS.items() if person in people)
+            with contextlib.suppress(StoreError):  # refused or lost: a click like any other
+                other.decide(stored.run_id, target.key, decision, now=self.clock.now, member_of=member_of)
+
+        test_graphs.DURING_PASS[:] = [hook]
+
+    @precondition(lambda self: bool(self.runs))
+    @rule(on=st.integers(0, 1), run=st.integers(0, MAX_RUNS - 1), person=st.sampled_from(PEOPLE))
+    def cancel(self, on: int, run: int, person: str) -> None:
+        self._count("cancel")
+        run_id = self.runs[run % len(self.runs)]
+        self._do(on, lambda e: e.cancel(run_id=run_id, user=person, channel="C1"))
+
+    @rule(seconds=st.sampled_from(STEPS))
+    def advance(self, seconds: float) -> None:
+        self._count("advance")
+        self.clock.now += seconds
+
+    @rule(on=st.integers(0, 1))
+    def sweep(self, on: int) -> None:
+        self._count("sweep")
+        self._do(on, lambda e: e.sweep())
+
+    @rule(on=st.integers(0, 1), point=st.sampled_from((None, *CRASH_POINTS)))
+    def fault(self, on: int, point: str | None) -> None:
+        """The next write of process ``on`` lands and its response is lost (``point`` None), or
+        whichever process reaches ``point`` next dies there."""
+        if point is None:
+            self._count("lose_response")
+            self.stores[on].lose_next()
+        elif crash.armed() is None:
+            self._count("crash_at")
+            crash.arm(point)
+
+    # -- the promises ------------------------------------------------------------------------
+
+    def _stored(self) -> dict[str, Run]:
+        runs = {}
+        for run_id in self.runs:
+            run = self.observer.load(run_id, snapshot=False)
+            if run is not None:
+                runs[run_id] = run
+        return runs
+
+    def _report(self, found: dict[str, list[str]]) -> None:
+        skip = known()
+        failing = {name: v for name, v in found.items() if v and name not in skip}
+        for name, v in found.items():
+            if v and name in skip:
+                self.totals.known[name] += 1
+        assert not failing, "\n".join(f"[{name}] {line}" for name, v in failing.items() for line in v)
+
+    @invariant()
+    def promises_hold(self) -> None:
+        runs = self._stored()
+        markers = test_graphs.markers()
+        found: dict[str, list[str]] = {
+            "idle_waiting_is_live": [],
+            "decisions_allowed": [],
+            "asks_move_forward": [],
+        }
+        for run in runs.values():
+            found["idle_waiting_is_live"] += inv.idle_waiting_is_live(run)
+            found["decisions_allowed"] += inv.decisions_allowed(run, policy_of, GROUPS)
+            found["asks_move_forward"] += inv.asks_move_forward(self.seen.get(run.run_id), run)
+        self.seen = runs
+        found["side_effects_at_most_once"] = inv.side_effects_at_most_once(runs, markers, self.ledger)
+        found["answers_used_once"] = inv.answers_used_once(self.ledger)
+        found["nothing_after_cancel"] = inv.nothing_after_cancel(self.ledger)
+        found["durable_before_visible"] = inv.durable_before_visible(self.ledger)
+        self._report(found)
+
+    def teardown(self) -> None:
+        global MACHINE
+        try:
+            if self.runs:
+                self._quiesce()
+        finally:
+            crash.arm(None)
+            test_graphs.DURING_PASS.clear()
+            self.loop.close()
+            self.backend.drop()
+            MACHINE = None
+
+    def _quiesce(self) -> None:
+        """Every lease and grace past, sweep until nothing is due: nothing lost, nothing stuck."""
+        crash.arm(None)
+        test_graphs.DURING_PASS.clear()
+        for store in self.stores:
+            store._lose = None
+        self.deferred.clear()
+        for _ in range(12):
+            runs = self._stored()
+            if not any(inv.settled(r, now=self.clock.now) for r in runs.values()):
+                break
+            stalled = max((r.stalled for r in runs.values()), default=0)
+            self.clock.now += max(LEASE, DELIVERY_GRACE_SECONDS * 2 ** min(stalled, 10)) + 1
+            for _ in range(5):
+                for on in (0, 1):
+                    self._do(on, lambda e: e.sweep())
+                if not self.loop.run_until_complete(self.engines[0].due()):
+                    break
+        runs = self._stored()
+        self._report({"settled": [v for r in runs.values() for v in inv.settled(r, now=self.clock.now)]})
+
+
+def policy_of(graph: str) -> Any:
+    return get_graph(graph).policy
+
+
+# -- the patches that feed the ledger --------------------------------------------------------
+
+
+@pytest.fixture
+def watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wrap the engine's hold, pass and save to note crashes mid-hold, passes after a cancel
+    and which pass consumed which answer; and make a save retry at once (no real sleeps)."""
+    hold, run_pass, save = RunEngine._hold, RunEngine._pass, Saver.save
+
+    async def watched_hold(self: RunEngine, run: Run, **kwargs: Any) -> Run:
+        try:
+            return await hold(self, run, **kwargs)
+        except SimulatedCrash as died:
+            if MACHINE is not None and died.args[0] == "passed":
+                MACHINE.ledger.crashes[run.run_id] += 1
+            raise
+
+    async def watched_pass(self: RunEngine, run: Run, responses: list[tuple[str, Any]], *, stale: list[str]) -> Any:
+        if MACHINE is not None:
+            stored = MACHINE.observer.load(run.run_id, snapshot=False)
+            if stored is not None and (stored.cancelled_by or stored.status.terminal):
+                MACHINE.ledger.passes_after_cancel.append(
+                    f"run {run.run_id}: a pass started while the store says {stored.status.value}"
+                    f" (cancelled by {stored.cancelled_by})"
+                )
+        return await run_pass(self, run, responses, stale=stale)
+
+    async def watched_save(self: Saver, claimed: Run, target: Run, *, beat: Any) -> tuple[Run, bool]:
+        saved, landed = await save(self, claimed, target, beat=beat)
+        if landed and MACHINE is not None:
+            for key, ask in claimed.asks.items():
+                after = saved.asks.get(key)
+                if ask.status is AskStatus.DECIDED and after is not None and after.status is AskStatus.CONSUMED:
+                    MACHINE.ledger.consumed[(claimed.run_id, key)] += 1
+        return saved, landed
+
+    monkeypatch.setattr(RunEngine, "_hold", watched_hold)
+    monkeypatch.setattr(RunEngine, "_pass", watched_pass)
+    monkeypatch.setattr(Saver, "save", watched_save)
+    monkeypatch.setattr(engine.saving, "FIRST_DELAY", 0.0)
+
+
+def sqlite_backends(tmp_path: Path) -> Callable[[], Backend]:
+    def make() -> Backend:
+        path = str(tmp_path / f"runs-{uuid.uuid4().hex[:8]}.sqlite3")
+        return Backend("sqlite", lambda: SqliteRunStore(path), lambda: _remove(path))
+
+    return make
+
+
+def _remove(path: str) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
+def dynamodb_backends() -> Callable[[], Backend]:
+    from persistence import create_table
+    from persistence.dynamodb import DynamoRunStore
+
+    def make() -> Backend:
+        name = f"runs-{uuid.uuid4().hex[:12]}"
+        create_table(table=name)
+        return Backend(
+            "dynamodb",
+            lambda: DynamoRunStore(name),
+            lambda: boto3.client("dynamodb", region_name=REGION).delete_table(TableName=name),
+        )
+
+    return make
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def backends(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Backend]:
+    if request.param == "sqlite":
+        return sqlite_backends(tmp_path)
+    request.getfixturevalue("moto_server")
+    return dynamodb_backends()
+
+
+def explore(backends: Callable[[], Backend], tmp_path: Path, *, examples: int, steps: int) -> Totals:
+    global SETUP
+    totals = Totals()
+    SETUP = Setup(backends=backends, totals=totals, markers_dir=tmp_path)
+    started = time.monotonic()
+    try:
+        run_state_machine_as_test(
+            Interleavings,
+            settings=settings(
+                max_examples=examples,
+                stateful_step_count=steps,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+                print_blob=True,
+            ),
+        )
+    finally:
+        SETUP = None
+        print(
+            f"\ninterleavings: {totals.examples} examples, {totals.steps} steps,"
+            f" {totals.crashes} crashes, {time.monotonic() - started:.1f} s; rules {dict(totals.rules)};"
+            f" known issues hit {dict(totals.known)}"
+        )
+    return totals
+
+
+def test_interleavings(backends: Callable[[], Backend], tmp_path: Path, watched: None) -> None:
+    """The CI configuration: bounded, deterministic (derandomized), both stores."""
+    totals = explore(backends, tmp_path, examples=int(os.environ.get("INTERLEAVINGS_CI_EXAMPLES") or 12), steps=25)
+    assert totals.steps > 0
+
+
+@pytest.mark.long
+def test_interleavings_long(backends: Callable[[], Backend], tmp_path: Path, watched: None) -> None:
+    """The long exploration: ``INTERLEAVINGS_EXAMPLES`` examples of up to 50 steps each."""
+    examples = int(os.environ.get("INTERLEAVINGS_EXAMPLES") or 400)
+    totals = explore(backends, tmp_path, examples=examples, steps=50)
+    assert totals.steps > 0
