@@ -27,12 +27,11 @@ import os
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -50,7 +49,6 @@ from graph_defs.registry import get_graph
 from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import FakeDirectory, RecordingPublisher, RegistrySource
 from tests.support import invariants as inv
-from tests.support.aws import REGION
 from tests.support.lossy_store import LossyStore
 
 GRAPHS = ("guarded-write", "two-asks", "guarded-quorum", "guarded-approvers", "tool-gate-test", "hitl-quorum")
@@ -62,7 +60,18 @@ STEPS = (1.0, 30.0, DELIVERY_GRACE_SECONDS + 1, LEASE + 1, 2 * 86400.0, 3 * 8640
 MAX_RUNS = 4
 
 # Checks reported but not failed while their bug is open (the integrator empties this).
-KNOWN_ISSUES: frozenset[str] = frozenset()
+KNOWN_ISSUES: frozenset[str] = frozenset(
+    {
+        # RunEngine.follow_up holds the run with the copy its decide returned: a cancel recorded
+        # between the click's ack and its follow-up (the run held: "stopping") is not seen, and
+        # the pass runs the approved tool before its save finds the cancel.
+        "nothing_after_cancel",
+        # RunEngine.follow_up runs its pass on a claim whose lease may have expired meanwhile:
+        # a sweeper that took the run over has run the same approved tool (or runs it at once),
+        # and the follow-up runs it again from the older state before its save fails.
+        "late_follow_up",
+    }
+)
 
 
 def known() -> frozenset[str]:
@@ -210,16 +219,36 @@ class Interleavings(RuleBasedStateMachine):
 
     def _do(self, on: int, work: Callable[[RunEngine], Coroutine[Any, Any, Any]]) -> Any:
         """Run ``work`` on process ``on``; a simulated crash kills it and a new process takes its place."""
+        return self._outcome(on, self.loop.run_until_complete(self._caught(work(self.engines[on]))))
+
+    @staticmethod
+    async def _caught(work: Coroutine[Any, Any, Any]) -> Any:
         try:
-            return self.loop.run_until_complete(work(self.engines[on]))
-        except SimulatedCrash:
+            return await work
+        except (SimulatedCrash, StoreError) as error:
+            return error
+
+    def _outcome(self, on: int, result: Any) -> Any:
+        if isinstance(result, SimulatedCrash):
             self.totals.crashes += 1
             self.stores[on], self.engines[on] = self._process()
             self.generation[on] += 1
             self.deferred = [d for d in self.deferred if d.engine != on]
             return None
-        except StoreError:
+        if isinstance(result, StoreError):
             return None  # the caller was told (a click answered "nothing was recorded", say)
+        return result
+
+    def _together(self, works: list[tuple[int, Callable[[RunEngine], Coroutine[Any, Any, Any]]]]) -> None:
+        """Run the works at the same time on one event loop (their store calls run in threads),
+        as two processes acting at once; crashes are handled after both ended."""
+
+        async def both() -> list[Any]:
+            return list(await asyncio.gather(*(self._caught(work(self.engines[on])) for on, work in works)))
+
+        results = self.loop.run_until_complete(both())
+        for (on, _), result in zip(works, results, strict=True):
+            self._outcome(on, result)
 
     def _count(self, name: str) -> None:
         self.totals.steps += 1
@@ -310,19 +339,52 @@ class Interleavings(RuleBasedStateMachine):
         self.click(on, run, ask, person, Verdict.APPROVE, "", claim, now=False, home=False)
 
     def _follow(self, later: Deferred) -> None:
-        if self.generation[later.engine] != later.generation:
-            return  # that process died: its follow-up never happens
-        if later.result is None:
-            self._do(later.engine, lambda e: e.pick_up(later.run_id))
-        else:
-            result = later.result
-            self._do(later.engine, lambda e: e.follow_up(result))
+        if self.generation[later.engine] == later.generation:  # else that process died: no follow-up
+            self._do(later.engine, self._follow_work(later))
+
+    @staticmethod
+    def _follow_work(later: Deferred) -> Callable[[RunEngine], Coroutine[Any, Any, Any]]:
+        result = later.result
+        if result is None:
+            return lambda e: e.pick_up(later.run_id)
+
+        async def follow(e: RunEngine) -> Any:
+            machine, run = MACHINE, result.run
+            expired = machine is not None and run is not None and (run.lease_until or 0) < machine.clock.now
+            if expired and result.claimed and machine is not None and run is not None:
+                machine.ledger.late[run.run_id] += 1
+                machine.ledger.late_now.add(run.run_id)
+                try:
+                    return await e.follow_up(result)
+                finally:
+                    machine.ledger.late_now.discard(run.run_id)
+            return await e.follow_up(result)
+
+        return follow
 
     @precondition(lambda self: bool(self.deferred))
     @rule(index=st.integers(0, 7))
     def follow_up(self, index: int) -> None:
         self._count("follow_up")
         self._follow(self.deferred.pop(index % len(self.deferred)))
+
+    @precondition(lambda self: bool(self.deferred))
+    @rule(index=st.integers(0, 7), with_sweep=st.booleans())
+    def at_once(self, index: int, with_sweep: bool) -> None:
+        """Two follow-ups at the same time (or one and a sweep by the other process)."""
+        self._count("at_once")
+        first = self.deferred.pop(index % len(self.deferred))
+        if self.generation[first.engine] != first.generation:
+            return
+        works = [(first.engine, self._follow_work(first))]
+        mates = [d for d in self.deferred if d.engine != first.engine]
+        if mates and not with_sweep:
+            self.deferred.remove(mates[0])
+            if self.generation[mates[0].engine] == mates[0].generation:
+                works.append((mates[0].engine, self._follow_work(mates[0])))
+        else:
+            works.append((1 - first.engine, lambda e: e.sweep()))
+        self._together(works)
 
     @precondition(lambda self: bool(self.runs))
     @rule(
@@ -409,9 +471,15 @@ class Interleavings(RuleBasedStateMachine):
             found["decisions_allowed"] += inv.decisions_allowed(run, policy_of, GROUPS)
             found["asks_move_forward"] += inv.asks_move_forward(self.seen.get(run.run_id), run)
         self.seen = runs
-        found["side_effects_at_most_once"] = inv.side_effects_at_most_once(runs, markers, self.ledger)
+        # A rerun by a follow-up whose lease had expired is its own known issue (see KNOWN_ISSUES).
+        strict = inv.side_effects_at_most_once(runs, markers, self.ledger)
+        lenient = inv.side_effects_at_most_once(runs, markers, self.ledger, excused=self.ledger.late)
+        found["side_effects_at_most_once"] = lenient
+        found["late_follow_up"] = [f"{v} (a follow-up ran on an expired claim)" for v in strict if v not in lenient]
         found["answers_used_once"] = inv.answers_used_once(self.ledger)
         found["nothing_after_cancel"] = inv.nothing_after_cancel(self.ledger)
+        found["nothing_after_the_end"] = inv.nothing_after_the_end(self.ledger)
+        found["late_follow_up"] += self.ledger.late_passes
         found["durable_before_visible"] = inv.durable_before_visible(self.ledger)
         self._report(found)
 
@@ -472,12 +540,7 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> None:
 
     async def watched_pass(self: RunEngine, run: Run, responses: list[tuple[str, Any]], *, stale: list[str]) -> Any:
         if MACHINE is not None:
-            stored = MACHINE.observer.load(run.run_id, snapshot=False)
-            if stored is not None and (stored.cancelled_by or stored.status.terminal):
-                MACHINE.ledger.passes_after_cancel.append(
-                    f"run {run.run_id}: a pass started while the store says {stored.status.value}"
-                    f" (cancelled by {stored.cancelled_by})"
-                )
+            inv.pass_started(MACHINE.ledger, MACHINE.observer.load(run.run_id, snapshot=False), run.run_id)
         return await run_pass(self, run, responses, stale=stale)
 
     async def watched_save(self: Saver, claimed: Run, target: Run, *, beat: Any) -> tuple[Run, bool]:
@@ -511,16 +574,18 @@ def _remove(path: str) -> None:
 
 def dynamodb_backends() -> Callable[[], Backend]:
     from persistence import create_table
+    from persistence.aws import dynamodb_client
     from persistence.dynamodb import DynamoRunStore
+
+    client = dynamodb_client()  # one for all: making one costs a third of a second
 
     def make() -> Backend:
         name = f"runs-{uuid.uuid4().hex[:12]}"
         create_table(table=name)
-        return Backend(
-            "dynamodb",
-            lambda: DynamoRunStore(name),
-            lambda: boto3.client("dynamodb", region_name=REGION).delete_table(TableName=name),
-        )
+        return Backend("dynamodb", lambda: DynamoRunStore(name, client=client), lambda: drop(name))
+
+    def drop(name: str) -> None:
+        client.delete_table(TableName=name)
 
     return make
 
@@ -528,9 +593,12 @@ def dynamodb_backends() -> Callable[[], Backend]:
 @pytest.fixture(params=["sqlite", "dynamodb"])
 def backends(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Backend]:
     if request.param == "sqlite":
-        return sqlite_backends(tmp_path)
-    request.getfixturevalue("moto_server")
-    return dynamodb_backends()
+        made = sqlite_backends(tmp_path)
+    else:
+        request.getfixturevalue("moto_server")
+        made = dynamodb_backends()
+    made.backend = request.param  # type: ignore[attr-defined]
+    return made
 
 
 def explore(backends: Callable[[], Backend], tmp_path: Path, *, examples: int, steps: int) -> Totals:
@@ -561,9 +629,16 @@ def explore(backends: Callable[[], Backend], tmp_path: Path, *, examples: int, s
     return totals
 
 
+# The CI configuration: examples per store, at most 25 steps each (under a minute for both
+# on a 2-core machine); the long one: INTERLEAVINGS_EXAMPLES examples of up to 50 steps.
+CI_EXAMPLES = {"sqlite": 80, "dynamodb": 10}
+
+
 def test_interleavings(backends: Callable[[], Backend], tmp_path: Path, watched: None) -> None:
     """The CI configuration: bounded, deterministic (derandomized), both stores."""
-    totals = explore(backends, tmp_path, examples=int(os.environ.get("INTERLEAVINGS_CI_EXAMPLES") or 12), steps=25)
+    name = getattr(backends, "backend", "sqlite")
+    examples = int(os.environ.get("INTERLEAVINGS_CI_EXAMPLES") or CI_EXAMPLES[name])
+    totals = explore(backends, tmp_path, examples=examples, steps=25)
     assert totals.steps > 0
 
 
@@ -573,3 +648,38 @@ def test_interleavings_long(backends: Callable[[], Backend], tmp_path: Path, wat
     examples = int(os.environ.get("INTERLEAVINGS_EXAMPLES") or 400)
     totals = explore(backends, tmp_path, examples=examples, steps=50)
     assert totals.steps > 0
+
+
+# -- the known issues, each as its shortest reproduction (hypothesis' own, made explicit) ------
+
+
+@pytest.fixture
+def machine(tmp_path: Path, watched: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Interleavings]:
+    global SETUP
+    monkeypatch.setenv("INTERLEAVINGS_KNOWN", "none")
+    SETUP = Setup(backends=sqlite_backends(tmp_path), totals=Totals(), markers_dir=tmp_path)
+    made = Interleavings()
+    try:
+        yield made
+    finally:
+        made.teardown()
+        SETUP = None
+
+
+@pytest.mark.xfail(strict=True, reason="known issue nothing_after_cancel: follow_up does not see a cancel")
+def test_a_cancel_between_a_click_and_its_follow_up_runs_no_pass(machine: Interleavings) -> None:
+    machine.start(graph="guarded-write", on=0, starter="U0STARTER")
+    machine.approve(ask=0, claim=True, on=0, person="U0BOB", run=0)
+    machine.cancel(on=0, person="U0BOB", run=0)  # the run is held by the click: "stopping"
+    machine.follow_up(index=0)
+    machine.promises_hold()
+
+
+@pytest.mark.xfail(strict=True, reason="known issue late_follow_up: a follow-up on an expired claim reruns the tool")
+def test_a_follow_up_after_its_lease_expired_does_not_rerun_the_tool(machine: Interleavings) -> None:
+    machine.start(graph="guarded-write", on=0, starter="U0STARTER")
+    machine.approve(ask=0, claim=True, on=0, person="U0BOB", run=0)
+    machine.advance(seconds=LEASE + 1)
+    machine.sweep(on=1)  # the other process takes the run over and completes it
+    machine.follow_up(index=0)  # the click's process finally gets to its follow-up
+    machine.promises_hold()
