@@ -42,16 +42,17 @@ import tests.support.graphs as test_graphs
 from engine import RunEngine, crash
 from engine.crash import SimulatedCrash
 from engine.ports import DecideResult
-from engine.records import DELIVERY_GRACE_SECONDS, Ask, AskStatus, Decision, MessageRef, Run, Verdict
+from engine.records import DELIVERY_GRACE_SECONDS, Ask, AskStatus, Decision, Run, Verdict
 from engine.saving import Saver
-from engine.store import RunStore, StoreError
+from engine.store import StoreError
 from graph_defs.registry import get_graph
-from persistence.sqlite import SqliteRunStore
 from tests.engine.conftest import FakeDirectory, RecordingPublisher, RegistrySource
 from tests.support import invariants as inv
+from tests.support.interleaving import Backend, CheckedPublisher, Clock, dynamodb_backends, sqlite_backends
 from tests.support.lossy_store import LossyStore
 
 GRAPHS = ("guarded-write", "two-asks", "guarded-quorum", "guarded-approvers", "tool-gate-test", "hitl-quorum")
+APPROVERS = ("U0BOB", "U0ALICE", "U0CAROL", "U0OPS")  # allowed by most of the graphs
 PEOPLE = ("U0BOB", "U0ALICE", "U0CAROL", "U0OPS", "U0STARTER", "U0MALLORY")
 GROUPS = {"S0OPS": {"U0OPS"}, "S0LEADS": {"U0BOB"}}
 CRASH_POINTS = ("claimed", "passed", "saved", "posted", "recorded", "cancel_saved", "notices_claimed")
@@ -82,15 +83,6 @@ def known() -> frozenset[str]:
 
 
 @dataclass
-class Backend:
-    """Makes store clients for one example: every engine (process) gets its own."""
-
-    name: str
-    make: Callable[[], RunStore]
-    drop: Callable[[], None] = lambda: None
-
-
-@dataclass
 class Totals:
     """What the exploration did, across examples (printed by the tests)."""
 
@@ -110,54 +102,6 @@ class Setup:
 
 SETUP: Setup | None = None
 MACHINE: Interleavings | None = None
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = float(int(time.time()))
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class CheckedPublisher:
-    """The recording publisher, checking before each call that the store already has what it shows."""
-
-    def __init__(self, inner: RecordingPublisher, observer: RunStore, ledger: inv.Ledger) -> None:
-        self.inner = inner
-        self._observer = observer
-        self._ledger = ledger
-
-    def _check(self, what: str, run: Run, ask: Ask | None = None) -> None:
-        found = inv.shown_is_saved(self._observer.load(run.run_id, snapshot=False), what, ask, run)
-        if found is not None:
-            self._ledger.shown_unsaved.append(found)
-
-    async def run_started(self, *, run: Run, channel: str) -> MessageRef:
-        self._check("started", run)
-        return await self.inner.run_started(run=run, channel=channel)
-
-    async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
-        self._check("card", run, ask)
-        return await self.inner.post_card(run=run, ask=ask)
-
-    async def update_card(self, *, run: Run, ask: Ask) -> None:
-        self._check("update", run, ask)
-        await self.inner.update_card(run=run, ask=ask)
-
-    async def post_final(self, *, run: Run) -> MessageRef:
-        self._check("final", run)
-        return await self.inner.post_final(run=run)
-
-    async def post_notice(self, *, run: Run, ask: Ask, index: int) -> MessageRef:
-        self._check("notice", run, ask)
-        return await self.inner.post_notice(run=run, ask=ask, index=index)
-
-    async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
-        return await self.inner.find_posted(run=run, what=what)
-
-    async def retract(self, *, ref: MessageRef) -> None:
-        await self.inner.retract(ref=ref)
 
 
 @dataclass
@@ -331,7 +275,7 @@ class Interleavings(RuleBasedStateMachine):
         on=st.integers(0, 1),
         run=st.integers(0, MAX_RUNS - 1),
         ask=st.integers(0, 3),
-        person=st.sampled_from(PEOPLE),
+        person=st.sampled_from(APPROVERS),
         claim=st.booleans(),
     )
     def approve(self, on: int, run: int, ask: int, person: str, claim: bool) -> None:
@@ -412,8 +356,13 @@ class Interleavings(RuleBasedStateMachine):
         test_graphs.DURING_PASS[:] = [hook]
 
     @precondition(lambda self: bool(self.runs))
-    @rule(on=st.integers(0, 1), run=st.integers(0, MAX_RUNS - 1), person=st.sampled_from(PEOPLE))
-    def cancel(self, on: int, run: int, person: str) -> None:
+    @rule(
+        on=st.integers(0, 1), run=st.integers(0, MAX_RUNS - 1), person=st.sampled_from(PEOPLE), odds=st.integers(0, 2)
+    )
+    def cancel(self, on: int, run: int, person: str, odds: int) -> None:
+        """A cancel, one draw in three (a cancel ends a run, and the runs should go deep)."""
+        if odds != 2:
+            return
         self._count("cancel")
         run_id = self.runs[run % len(self.runs)]
         self._do(on, lambda e: e.cancel(run_id=run_id, user=person, channel="C1"))
@@ -556,38 +505,6 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(RunEngine, "_pass", watched_pass)
     monkeypatch.setattr(Saver, "save", watched_save)
     monkeypatch.setattr(engine.saving, "FIRST_DELAY", 0.0)
-
-
-def sqlite_backends(tmp_path: Path) -> Callable[[], Backend]:
-    def make() -> Backend:
-        path = str(tmp_path / f"runs-{uuid.uuid4().hex[:8]}.sqlite3")
-        return Backend("sqlite", lambda: SqliteRunStore(path), lambda: _remove(path))
-
-    return make
-
-
-def _remove(path: str) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(path + suffix):
-            os.remove(path + suffix)
-
-
-def dynamodb_backends() -> Callable[[], Backend]:
-    from persistence import create_table
-    from persistence.aws import dynamodb_client
-    from persistence.dynamodb import DynamoRunStore
-
-    client = dynamodb_client()  # one for all: making one costs a third of a second
-
-    def make() -> Backend:
-        name = f"runs-{uuid.uuid4().hex[:12]}"
-        create_table(table=name)
-        return Backend("dynamodb", lambda: DynamoRunStore(name, client=client), lambda: drop(name))
-
-    def drop(name: str) -> None:
-        client.delete_table(TableName=name)
-
-    return make
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
