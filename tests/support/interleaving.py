@@ -8,15 +8,19 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
-from engine.ports import Publisher
+from engine.ports import FINAL, Publisher, PublishError, PublishUnconfirmed
 from engine.records import Ask, MessageRef, Run
 from engine.store import RunStore
 from persistence.sqlite import SqliteRunStore
 from tests.support import invariants as inv
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -69,40 +73,65 @@ class Clock:
 
 
 class CheckedPublisher:
-    """The recording publisher, checking before each call that the store already has what it shows."""
+    """The recording publisher, checking before each call that the store already has what it shows.
+
+    ``fail_next("refused")`` makes Slack refuse the next message or edit (nothing shown);
+    ``fail_next("lost")`` makes it take the next one and give no verdict (``PublishUnconfirmed``,
+    as after a timeout). ``duplicates()`` names the messages shown more than once.
+    """
 
     def __init__(self, inner: Publisher, observer: RunStore, ledger: inv.Ledger) -> None:
         self.inner = inner
         self._observer = observer
         self._ledger = ledger
+        self._fail: str | None = None
+        self._visible: dict[str, tuple[str, str]] = {}  # ts -> (run id, what), until retracted
 
-    def _check(self, what: str, run: Run, ask: Ask | None = None) -> None:
+    def fail_next(self, kind: str | None) -> None:
+        self._fail = kind
+
+    def duplicates(self) -> list[str]:
+        counts = Counter(self._visible.values())
+        return [
+            f"run {run_id}: {what or 'announcement'} shown {n} times" for (run_id, what), n in counts.items() if n > 1
+        ]
+
+    async def _show(
+        self, what: str, run: Run, ask: Ask | None, call: Coroutine[Any, Any, T], key: str | None = None
+    ) -> T:
         found = inv.shown_is_saved(self._observer.load(run.run_id, snapshot=False), what, ask, run)
         if found is not None:
             self._ledger.shown_unsaved.append(found)
+        fail, self._fail = self._fail, None
+        if fail == "refused":
+            call.close()
+            raise PublishError("Slack refused it (injected)")
+        shown = await call
+        if key is not None and isinstance(shown, MessageRef):
+            self._visible[shown.ts] = (run.run_id, key)
+        if fail == "lost":
+            raise PublishUnconfirmed("Slack gave no verdict (injected)")
+        return shown
 
     async def run_started(self, *, run: Run, channel: str) -> MessageRef:
-        self._check("started", run)
-        return await self.inner.run_started(run=run, channel=channel)
+        return await self._show("started", run, None, self.inner.run_started(run=run, channel=channel), "")
 
     async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
-        self._check("card", run, ask)
-        return await self.inner.post_card(run=run, ask=ask)
+        return await self._show("card", run, ask, self.inner.post_card(run=run, ask=ask), ask.key)
 
     async def update_card(self, *, run: Run, ask: Ask) -> None:
-        self._check("update", run, ask)
-        await self.inner.update_card(run=run, ask=ask)
+        await self._show("update", run, ask, self.inner.update_card(run=run, ask=ask))
 
     async def post_final(self, *, run: Run) -> MessageRef:
-        self._check("final", run)
-        return await self.inner.post_final(run=run)
+        return await self._show("final", run, None, self.inner.post_final(run=run), FINAL)
 
     async def post_notice(self, *, run: Run, ask: Ask, index: int) -> MessageRef:
-        self._check("notice", run, ask)
-        return await self.inner.post_notice(run=run, ask=ask, index=index)
+        call = self.inner.post_notice(run=run, ask=ask, index=index)
+        return await self._show("notice", run, ask, call, f"{ask.key}:notice:{index}")
 
     async def find_posted(self, *, run: Run, what: str) -> MessageRef | None:
         return await self.inner.find_posted(run=run, what=what)
 
     async def retract(self, *, ref: MessageRef) -> None:
         await self.inner.retract(ref=ref)
+        self._visible.pop(ref.ts, None)
