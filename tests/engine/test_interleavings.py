@@ -372,8 +372,8 @@ class Interleavings(RuleBasedStateMachine):
         self._do(on, lambda e: e.cancel(run_id=run_id, user=person, channel="C1"))
 
     @rule(seconds=st.sampled_from(STEPS))
-    def advance(self, seconds: float) -> None:
-        self._count("advance")
+    def time_passes(self, seconds: float) -> None:
+        self._count("time_passes")
         self.clock.now += seconds
 
     @rule(on=st.integers(0, 1))
@@ -422,11 +422,13 @@ class Interleavings(RuleBasedStateMachine):
             "idle_waiting_is_live": [],
             "decisions_allowed": [],
             "asks_move_forward": [],
+            "decisions_not_dropped": [],
         }
         for run in runs.values():
             found["idle_waiting_is_live"] += inv.idle_waiting_is_live(run)
             found["decisions_allowed"] += inv.decisions_allowed(run, policy_of, GROUPS)
             found["asks_move_forward"] += inv.asks_move_forward(self.seen.get(run.run_id), run)
+            found["decisions_not_dropped"] += inv.decisions_not_dropped(run)
         self.seen = runs
         # A rerun by a follow-up whose lease had expired is its own known issue (see KNOWN_ISSUES).
         strict = inv.side_effects_at_most_once(runs, markers, self.ledger)
@@ -610,7 +612,7 @@ def test_a_cancel_between_a_click_and_its_follow_up_runs_no_pass(machine: Interl
 def test_a_follow_up_after_its_lease_expired_does_not_rerun_the_tool(machine: Interleavings) -> None:
     machine.start(graph="guarded-write", on=0, starter="U0STARTER")
     machine.approve(ask=0, claim=True, on=0, person="U0BOB", run=0)
-    machine.advance(seconds=LEASE + 1)
+    machine.time_passes(seconds=LEASE + 1)
     machine.sweep(on=1)  # the other process takes the run over and completes it
     machine.follow_up(index=0)  # the click's process finally gets to its follow-up
     machine.promises_hold()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engine.policy import HITL_YES, Policy
-from engine.records import LIVE, Ask, AskStatus, Decision, Run, RunStatus, Verdict
+from engine.records import LIVE, Ask, AskStatus, Closed, Decision, Run, RunStatus, Verdict
 from engine.sources import HITL_INTERRUPT_NAME
 
 # How far an ask has gone: it only ever moves forward.
@@ -182,6 +182,16 @@ def asks_move_forward(before: Run | None, after: Run) -> list[str]:
     if before.status.terminal and after.status is not before.status:
         found.append(f"run {after.run_id} went from {before.status.value} to {after.status.value}")
     return found
+
+
+def decisions_not_dropped(run: Run) -> list[str]:
+    """A decision reaches the graph, or is discarded only because its question changed, the
+    run failed or was cancelled: never closed as "moved on" with the answer unread."""
+    return [
+        f"run {run.run_id} ask {a.key}: {a.decision.verdict.value} by {a.decision.user} closed unread ({_asks(run)})"
+        for a in run.asks.values()
+        if a.status is AskStatus.OBSOLETE and a.decision is not None and a.closed is Closed.MOVED_ON
+    ]
 
 
 def answers_used_once(ledger: Ledger) -> list[str]:
