@@ -564,7 +564,7 @@ def explore(backends: Callable[[], Backend], tmp_path: Path, *, examples: int, s
 
 # The CI configuration: examples per store, at most 25 steps each (under a minute for both
 # on a 2-core machine); the long one: INTERLEAVINGS_EXAMPLES examples of up to 50 steps.
-CI_EXAMPLES = {"sqlite": 80, "dynamodb": 10}
+CI_EXAMPLES = {"sqlite": 200, "dynamodb": 25}
 
 
 def test_interleavings(backends: Callable[[], Backend], tmp_path: Path, watched: None) -> None:
@@ -578,7 +578,7 @@ def test_interleavings(backends: Callable[[], Backend], tmp_path: Path, watched:
 @pytest.mark.long
 def test_interleavings_long(backends: Callable[[], Backend], tmp_path: Path, watched: None) -> None:
     """The long exploration: ``INTERLEAVINGS_EXAMPLES`` examples of up to 50 steps each."""
-    examples = int(os.environ.get("INTERLEAVINGS_EXAMPLES") or 700)
+    examples = int(os.environ.get("INTERLEAVINGS_EXAMPLES") or 760)
     totals = explore(backends, tmp_path, examples=examples, steps=50)
     assert totals.steps > 0
 
