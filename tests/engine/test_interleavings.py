@@ -2,7 +2,8 @@
 
 Two ``RunEngine``s on one store stand for two processes (their own owners and store
 clients, one shared fake clock, one Slack). Hypothesis interleaves what people and the
-processes do: starts of graphs of four shapes, clicks by allowed and refused people on
+processes do: starts of six test graphs (one ask, two parallel asks, quorums, approvers
+through a group, an Edit-able tool gate, HumanInTheLoop), clicks by allowed and refused people on
 either engine (with or without claiming the run, the follow-up now or later), App Home
 decisions (no card), replies (``yes`` under a quorum too), edits, cancels, the clock
 moving past leases and expiries, sweeps, lost write responses (``LossyStore``), a click
@@ -64,8 +65,8 @@ MAX_RUNS = 4
 KNOWN_ISSUES: frozenset[str] = frozenset(
     {
         # RunEngine.follow_up holds the run with the copy its decide returned: a cancel recorded
-        # between the click's ack and its follow-up (the run held: "stopping") is not seen, and
-        # the pass runs the approved tool before its save finds the cancel.
+        # between the click's ack and its follow-up (the run held: "stopping") is not seen: the
+        # pass runs the approved tool, and as it ended the run, its save keeps "completed".
         "nothing_after_cancel",
         # RunEngine.follow_up runs its pass on a claim whose lease may have expired meanwhile:
         # a sweeper that took the run over has run the same approved tool (or runs it at once),
