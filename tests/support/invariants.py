@@ -50,6 +50,7 @@ class Ledger:
     late_now: set[str] = field(default_factory=set)  # runs a late follow-up is working on now
     passes_after_end: list[str] = field(default_factory=list)
     late_passes: list[str] = field(default_factory=list)
+    stale_cancel: list[str] = field(default_factory=list)  # passes on a copy from before a cancel
 
 
 # -- side effects: the marker lines the test graphs write ------------------------------
@@ -211,13 +212,17 @@ def nothing_after_the_end(ledger: Ledger) -> list[str]:
     return list(ledger.passes_after_end)
 
 
-def pass_started(ledger: Ledger, stored: Run | None, run_id: str) -> None:
-    """Note a pass about to run on ``run_id`` if the store says the run is over or cancelled."""
+def pass_started(ledger: Ledger, stored: Run | None, held: Run) -> None:
+    """Note a pass about to run on ``held`` (the holder's copy) if the store says the run is
+    over or cancelled: by a late follow-up, on a copy that missed the cancel, or otherwise."""
     if stored is None or not (stored.cancelled_by or stored.status.terminal):
         return
+    run_id = held.run_id
     why = f"run {run_id}: a pass started while the store says {stored.status.value}, cancelled by {stored.cancelled_by}"
     if run_id in ledger.late_now:
         ledger.late_passes.append(why)
+    elif stored.cancelled_by and not held.cancelled_by and not stored.status.terminal:
+        ledger.stale_cancel.append(why)
     elif stored.cancelled_by or stored.status is RunStatus.CANCELLED:
         ledger.passes_after_cancel.append(why)
     else:
