@@ -267,6 +267,7 @@ class RunEngine:
             cause = Cause.TAKEOVER if run.status.leased else Cause.SWEEPER
             claimed = run_to(run, status, cause=cause, version=version, lease_owner=token, lease_until=lease_until)
             claimed = takeover.claimed_record(claimed, handing=handing, takeovers=takeovers)
+            crash_point("claimed")
             run = await self._hold(claimed, refresh_only=refresh)
         logger.warning("run %s: still has work after %d rounds; the sweeper will go on", run_id, MAX_ROUNDS)
         return run
@@ -365,6 +366,7 @@ class RunEngine:
             saved = await self._io(self._store.save, claimed, expected_version=run.version)
         except VersionConflict:  # another sweeper claimed them, or a click landed: look again
             return await self._io(self._store.load, run.run_id, snapshot=False)
+        crash_point("notices_claimed")
         audit.log(run.run_id, [e for e in saved.audit if e not in run.audit])
         with self._work():
             return await self._courier.deliver(saved, unposted={"notices"})
@@ -464,6 +466,7 @@ class RunEngine:
                     # Nobody can have posted these: the asks are new, the end is this pass's.
                     unposted = {a.key for a in outcome.new_asks} | ({FINAL} if target.status.terminal else set())
                     unposted |= {a.key for a in reviewed.new_asks}
+                crash_point("passed")
                 saved, landed = await self._saver.save(run, target, beat=beat)
             crash_point("saved")
             if not landed:

@@ -22,6 +22,7 @@ from enum import StrEnum
 
 from engine import audit
 from engine.audit import AuditEvent, appended
+from engine.crash import crash_point
 from engine.delivery import Courier
 from engine.invariants import enforced
 from engine.policy import GROUP_ID, LOOKUP_TIMEOUT_SECONDS, Directory, Policy, deciders
@@ -146,6 +147,7 @@ class Oversight:
             except VersionConflict:
                 continue
             audit.log(run_id, [e for e in saved.audit if e not in run.audit])
+            crash_point("cancel_saved")
             if held:
                 return Cancelled(outcome=CancelOutcome.STOPPING, ran=what_ran(saved))
             await self._courier.deliver(saved, unposted={FINAL})

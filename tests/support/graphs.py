@@ -257,6 +257,38 @@ def tool_gate_test() -> Graph:
     return _bounded(builder)
 
 
+@tool
+def drop_named_table(name: str) -> str:
+    """Drop a table named after the run's task, so each run's side effect can be counted."""
+    _mark(f"dropped {name}")
+    return f"dropped {name}"
+
+
+@graph_def(
+    "hitl-quorum",
+    description="HumanInTheLoop under a quorum of two: a Reply of 'yes' must not approve alone",
+    approvers=["U0ALICE", "U0BOB", "U0CAROL"],
+    quorum=2,
+)
+def hitl_quorum() -> Graph:
+    agent = Agent(
+        name="dba",
+        model=ScriptedModel(
+            [
+                lambda m: call("drop_named_table", name=graph_task(m)),
+                lambda m: say(f"dba: {latest_tool_result_text(m)}"),
+            ],
+            id_prefix="tu_dba",
+        ),
+        tools=[drop_named_table],
+        interventions=[HumanInTheLoop(enable_trust=True)],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "dba")
+    return _bounded(builder)
+
+
 class _Slow(ScriptedModel):
     """Takes ``APPROVAL_BOT_TEST_NODE_SECONDS`` (default 0.4 s) per turn without blocking the loop."""
 
