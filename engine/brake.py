@@ -6,11 +6,14 @@ ended. The brake is a Strands ``BeforeNodeCallEvent`` hook on the graph (public 
 ``cancel_node`` stops the node; ``engine.execution`` tells that stop apart from a gate's
 "no") that reads the run's cancel mark from the store.
 
-Its cost is kept off the approval cycle: the first node of a pass is never looked for
-(the claim or the start just read or wrote the record, mark included) and later nodes
-cause a read at most once every ``CANCEL_CHECK_SECONDS`` (default 1 s; 0 in tests). A
-node that starts within that time of the last look runs even if a cancel landed
-meanwhile; a pass's save still finds the mark then (``engine.saving``).
+Its cost is kept off the approval cycle: the claim (or the start) that began the pass
+counts as a look, since it read or wrote the record, mark included, and a node causes a
+read only when ``CANCEL_CHECK_SECONDS`` (default 1 s; 0 in tests) have passed since the
+last look. A node that starts within that time of the last look runs even if a cancel
+landed meanwhile (the first node of a pass usually starts milliseconds after its claim,
+and nodes that call a model take seconds, so in practice every later node is looked
+for); a pass's save still finds the mark then (``engine.saving``), and the requester is
+told what ran.
 """
 
 from __future__ import annotations
@@ -47,9 +50,10 @@ CANCEL_CHECK_SECONDS = _cancel_check_from_environment()
 class Brake:
     """The emergency brake of one pass: before each node, is the run cancelled?
 
-    A look costs a store read, so the first node of a pass is never looked for (the
-    claim or the start just read or wrote the record, mark included), and later nodes
-    at most once every ``every`` seconds. ``look`` returns who cancelled, or None.
+    A look costs a store read, so a node is looked for only when ``every`` seconds have
+    passed since the last look; ``last`` is when the claim or the start that began the
+    pass wrote the record (a look for free), on ``clock``. ``look`` returns who
+    cancelled, or None.
     """
 
     look: Callable[[], Awaitable[str | None]]
@@ -58,17 +62,15 @@ class Brake:
     by: str | None = None  # who cancelled, once a look found the mark
     before: str | None = None  # the node the pass stopped before
     looks: int = 0  # store reads made
-    _nodes: int = 0
-    _last: float | None = None
+    last: float | None = None  # when the record was last seen (None: at the first node)
 
     async def stops(self, node_id: str) -> bool:
         """Whether the pass must stop before ``node_id``."""
-        self._nodes += 1
         now = self.clock()
-        if self._last is None:
-            self._last = now
-        if self.by is None and self._nodes > 1 and now - self._last >= self.every:
-            self._last, self.looks = now, self.looks + 1
+        if self.last is None:
+            self.last = now
+        elif self.by is None and now - self.last >= self.every:
+            self.last, self.looks = now, self.looks + 1
             try:
                 self.by = await self.look()
             except Exception:  # an unreadable store stops nothing: the save still finds the mark

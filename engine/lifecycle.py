@@ -29,7 +29,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 from engine import audit, takeover
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
-from engine.brake import Brake
+from engine.brake import CANCEL_CHECK_SECONDS, Brake
 from engine.crash import crash_point
 from engine.deadlines import expired_asks, expiry_decision, with_notices
 from engine.delivery import Courier
@@ -419,6 +419,16 @@ class RunEngine:
                 lease_seconds=self._lease,
                 clock=self._clock,
             ) as beat:
+                if (run.lease_until or 0.0) < self._clock():
+                    # Late: the claim ran out before its pass began (a process stalled between
+                    # a click and its follow-up). Take it again only if nobody took it over;
+                    # else the taker runs it, and this process must not run it as well.
+                    until = self._clock() + self._lease
+                    renewed = await self._io(self._store.renew, run.run_id, owner=run.lease_owner, lease_until=until)
+                    if not renewed:
+                        logger.warning("run %s: its claim ran out before the pass began; left to its taker", run.run_id)
+                        return await self._io(self._store.load, run.run_id, snapshot=False) or run
+                    beat.until = until  # (the copy keeps its claim time: the brake counts from it)
                 run = await self._announced(await self._courier.card_updates(run))
                 if run.snapshot is None and run.state_ref is not None:
                     run = run.evolve(snapshot=await self._io(self._store.fetch_state, run))
@@ -512,14 +522,20 @@ class RunEngine:
         thread = await self._courier.find(run, "") or await self._courier.announce(run)
         return run.evolve(thread=thread) if thread is not None else run
 
-    def _brake(self, run_id: str) -> Brake:
-        """The cancel check of one pass: a read of the run's cancel mark, when a node is due one."""
+    def _brake(self, run: Run) -> Brake:
+        """The cancel check of one pass: a read of the run's cancel mark, when a node is due one.
+
+        The claim (or the start) that began the pass is its first look: it wrote the record
+        when the lease was taken (``lease_until`` minus the lease's length).
+        """
 
         async def look() -> str | None:
-            fresh = await self._io(self._store.load, run_id, snapshot=False)
+            fresh = await self._io(self._store.load, run.run_id, snapshot=False)
             return fresh.cancelled_by if fresh is not None else None
 
-        return Brake(look=look) if self._cancel_check is None else Brake(look=look, every=self._cancel_check)
+        claimed_at = (run.lease_until - self._lease) if run.lease_until is not None else None
+        every = CANCEL_CHECK_SECONDS if self._cancel_check is None else self._cancel_check
+        return Brake(look=look, every=every, clock=self._clock, last=claimed_at)
 
     async def _pass(self, run: Run, responses: list[tuple[str, Any]], *, stale: list[str]) -> Step:
         try:
@@ -528,7 +544,7 @@ class RunEngine:
             logger.warning("run %s: cannot build graph %s", run.run_id, run.graph, exc_info=True)
             return Step(status=StepStatus.FAILED, snapshot=None, error=f"cannot build graph {run.graph}: {error}")
         about = f"run {run.run_id} (graph {run.graph})"
-        brake = self._brake(run.run_id)
+        brake = self._brake(run)
         if self._progress is None:
             return await run_pass(
                 graph=graph,

@@ -19,6 +19,16 @@ from engine.store import AskNotFound, AskNotPending, DecisionRefused, Delivery, 
 from engine.transitions import Cause, ask_to, run_to
 
 
+def lease_free(run: Run, *, now: float) -> bool:
+    """Nobody holds ``run`` at ``now``: no lease, or one that ran out.
+
+    A claim is taken only then. Its version check alone is not enough: a renewal does not
+    bump the version (it is a heartbeat, not a change), so a sweeper that read the run
+    before its holder renewed could otherwise take it over from a live holder.
+    """
+    return run.lease_owner is None or (run.lease_until or 0.0) < now
+
+
 def claimable_with_decision(run: Run, *, now: float) -> bool:
     """A decision may claim the run in the same write: it waits and nobody holds it."""
     return run.status is RunStatus.WAITING and (run.lease_owner is None or (run.lease_until or 0.0) < now)

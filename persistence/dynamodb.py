@@ -404,7 +404,10 @@ class DynamoRunStore:
                 TableName=self._table,
                 Key=items.key(run_id),
                 UpdateExpression="SET " + ", ".join(sets),
-                ConditionExpression="#version = :expected",
+                # ``store_rules.lease_free`` as a condition: a renewal does not bump the
+                # version, so the version alone would let a stale reader take a live lease.
+                ConditionExpression="#version = :expected"
+                " AND (attribute_not_exists(lease_owner) OR attribute_not_exists(lease_until) OR lease_until < :now)",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",

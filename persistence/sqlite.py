@@ -40,7 +40,7 @@ from engine.store import (
     StoreUnavailable,
     VersionConflict,
 )
-from engine.store_rules import apply_delivery, decided, noted
+from engine.store_rules import apply_delivery, decided, lease_free, noted
 from persistence import snapshots, sqlite_inbox, sqlite_starts
 
 P = ParamSpec("P")
@@ -235,8 +235,8 @@ class SqliteRunStore:
                 # The same call again (tokens name one claim): already done. The version it
                 # made, so a caller holding an older copy conflicts and merges on save.
                 return expected_version + 1
-            if run is None or run.version != expected_version:
-                raise VersionConflict(f"{run_id}: expected version {expected_version}")
+            if run is None or run.version != expected_version or not lease_free(run, now=now):
+                raise VersionConflict(f"{run_id}: expected version {expected_version}, lease free")
             new = run.evolve(
                 status=status,
                 lease_owner=owner,

@@ -13,6 +13,7 @@ from engine import RunEngine
 from engine.policy import AskRules
 from engine.records import Ask, AskStatus, Decision, RetryOf, Run, RunStatus, ToolCall, Verdict
 from engine.sources import HITL_INTERRUPT_NAME, SKIPPED_TEXT, approval_id, response_for
+from engine.store import VersionConflict
 from engine.takeover import (
     MAX_TAKEOVERS,
     MAY_HAVE_ACTED_VERDICTS,
@@ -274,3 +275,63 @@ def test_graph_def_declares_idempotent_tools_and_asks_and_refuses_a_bare_string(
     assert get_graph("guarded-write").policy.idempotent == frozenset(), "none unless declared"
     with pytest.raises(GraphDefinitionError, match="idempotent"):
         graph_def("takeover-idempotent-bad", idempotent="lookup")
+
+
+async def test_a_follow_up_whose_claim_ran_out_leaves_the_run_to_the_process_that_took_it(
+    store: SqliteRunStore, publisher: RecordingPublisher
+) -> None:
+    """A process stalls between a click's claim and its follow-up; meanwhile the lease runs
+    out and a sweeper takes the run over. The late follow-up must not run the pass too."""
+    clock = [time.time()]
+    clicker = RunEngine(
+        store=store, graphs=RegistrySource(), publisher=publisher, lease_seconds=60, clock=lambda: clock[0]
+    )
+    run = await clicker.start(graph="guarded-write", task="x", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    approve = Decision(verdict=Verdict.APPROVE, user="U1", at=clock[0])
+    claimed = await clicker.decide(run_id=run.run_id, ask_key=ask.key, decision=approve, claim=True)
+    assert claimed.claimed
+    clock[0] += 61  # the click's process stalls past its lease
+    sweeper = RunEngine(
+        store=store, graphs=RegistrySource(), publisher=publisher, lease_seconds=60, clock=lambda: clock[0]
+    )
+    assert store.claim(
+        run.run_id,
+        expected_version=store.load(run.run_id, snapshot=False).version,  # type: ignore[union-attr]
+        status=RunStatus.RESUMING,
+        owner="sweeper/1",
+        lease_until=clock[0] + 60,
+        now=clock[0],
+    )
+    late = await clicker.follow_up(claimed)
+
+    assert test_graphs.markers() == [], "the late follow-up ran no pass: the taker holds the run"
+    assert late is not None and late.lease_owner == "sweeper/1"
+    del sweeper
+
+
+async def test_a_claim_never_takes_a_lease_that_still_holds(
+    store: SqliteRunStore, publisher: RecordingPublisher
+) -> None:
+    """A renewal does not bump the version: a sweeper that read the run before its holder
+    renewed must still not take it over while the renewed lease holds."""
+    first = engine(store, publisher)
+    run = await first.start(graph="guarded-write", task="x", user="U0", channel="C1")
+    now = time.time()
+    stale = store.load(run.run_id, snapshot=False)
+    assert stale is not None
+    store.claim(
+        run.run_id, expected_version=stale.version, status=RunStatus.RESUMING, owner="a/1", lease_until=now - 1, now=now
+    )
+    read_before_renewal = store.load(run.run_id, snapshot=False)
+    assert read_before_renewal is not None
+    assert store.renew(run.run_id, owner="a/1", lease_until=now + 60)
+    with pytest.raises(VersionConflict):
+        store.claim(
+            run.run_id,
+            expected_version=read_before_renewal.version,
+            status=RunStatus.RESUMING,
+            owner="b/1",
+            lease_until=now + 60,
+            now=now,
+        )

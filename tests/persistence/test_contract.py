@@ -563,3 +563,35 @@ def test_recent_lists_a_channels_runs_newest_first_through_an_index(
     if backend.dynamo:
         assert sent() == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}, "two requests, no scan"
     assert store.recent(channel="C-NONE") == []
+
+
+def test_a_claim_never_takes_a_lease_that_still_holds(backend: Backend) -> None:
+    """``store_rules.lease_free``: a renewal does not bump the version, so a claimer that read
+    the run before its holder renewed must lose while the renewed lease holds; once the lease
+    ran out, the same claim is taken."""
+    store = backend.store()
+    now = time.time()
+    store.create(make_run("r-lease", status=RunStatus.RESUMING, lease_owner="a/1", lease_until=now - 1))
+    read = store.load("r-lease", snapshot=False)
+    assert read is not None
+    assert store.renew("r-lease", owner="a/1", lease_until=now + 60)
+    with pytest.raises(VersionConflict):
+        store.claim(
+            "r-lease",
+            expected_version=read.version,
+            status=RunStatus.RESUMING,
+            owner="b/1",
+            lease_until=now + 60,
+            now=now,
+        )
+    version = store.claim(
+        "r-lease",
+        expected_version=read.version,
+        status=RunStatus.RESUMING,
+        owner="b/1",
+        lease_until=now + 120,
+        now=now + 61,
+    )
+    assert version == read.version + 1
+    stored = store.load("r-lease", snapshot=False)
+    assert stored is not None and stored.lease_owner == "b/1"
