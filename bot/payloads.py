@@ -90,7 +90,7 @@ def inspect(body: object, *, command: str) -> Inspection:
         if "command" in body:
             return _command(body, expected=command)
         kind = body.get("type")
-        if not isinstance(kind, str):
+        if not isinstance(kind, str) or not kind:
             return Inspection.refuse("the payload has no type")
         if kind == "url_verification":
             _text(body, "challenge", limit=_MAX_SHORT, required=True)

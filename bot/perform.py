@@ -152,8 +152,8 @@ def cancel_text(run_id: str, cancelled: Cancelled) -> str:
         case CancelOutcome.STOPPING:
             so_far = f" So far: {short(cancelled.ran, 600)}." if cancelled.ran else ""
             return (
-                f"Cancelling {run}: it is stopping before its next node (a node already running"
-                f" finishes first); its thread will say what ran.{so_far}"
+                f"Cancelling {run}: it is stopping before its next node (a node already running,"
+                f" or starting this second, finishes first); its thread will say what ran.{so_far}"
             )
         case CancelOutcome.ALREADY:
             return f"Someone already asked to cancel {run}; it is stopping.{ran}"

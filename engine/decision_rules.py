@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from engine.conditions import And, Condition, Contains, Empty, Eq, Exists, Gt, In, Le, Missing, Not, Or, Path, evaluate
-from engine.policy import APPROVING, HITL_YES, Refusal
+from engine.policy import APPROVING, HITL_YES, SOLO_ONLY, Refusal
 from engine.records import DEFAULT_VERDICTS, AskStatus, Decision, Verdict
 
 if TYPE_CHECKING:
@@ -70,6 +70,11 @@ def rules_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], no
     offered: Condition = Contains(ask / "verdicts", verdict.value)
     if verdict in DEFAULT_VERDICTS:  # a record without a list offers the defaults
         offered = Or(offered, Missing(ask / "verdicts"), Empty(ask / "verdicts"))
+    if verdict.value in SOLO_ONLY:
+        # One person's Edit, Trust or Retry must not stand in for several approvals: under a
+        # quorum these verdicts are not offered, whatever the ask's list says (a list made
+        # before this rule, or a "may have acted" card, which asks for votes instead).
+        offered = And(offered, Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)))
     found.append(Rule(why=Gate.NOT_OFFERED, holds=offered))
     if decision.expired:
         return tuple(found)

@@ -48,9 +48,10 @@ async def heartbeat(
     async def beat() -> None:
         while True:
             await asyncio.sleep(lease_seconds / 3)
-            next_until = clock() + lease_seconds
+            now = clock()
+            next_until = now + lease_seconds
             try:
-                renewed = await in_lease_thread(store.renew, run_id, owner=token, lease_until=next_until)
+                renewed = await in_lease_thread(store.renew, run_id, owner=token, lease_until=next_until, now=now)
             except Exception:
                 logger.warning("run %s: renewing the lease failed; retrying", run_id, exc_info=True)
                 continue

@@ -52,7 +52,7 @@ from engine.ports import (
     UnknownGraph,
 )
 from engine.progress import Tracker, saved_progress
-from engine.records import STATE_REFRESH_MARGIN_SECONDS, Ask, Decision, MessageRef, Run, RunStatus
+from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, cancelled_record, failed_record
 from engine.settle import settle, stale_answers
 from engine.sources import response_for
@@ -421,14 +421,11 @@ class RunEngine:
             ) as beat:
                 if (run.lease_until or 0.0) < self._clock():
                     # Late: the claim ran out before its pass began (a process stalled between
-                    # a click and its follow-up). Take it again only if nobody took it over;
-                    # else the taker runs it, and this process must not run it as well.
-                    until = self._clock() + self._lease
-                    renewed = await self._io(self._store.renew, run.run_id, owner=run.lease_owner, lease_until=until)
-                    if not renewed:
-                        logger.warning("run %s: its claim ran out before the pass began; left to its taker", run.run_id)
-                        return await self._io(self._store.load, run.run_id, snapshot=False) or run
-                    beat.until = until  # (the copy keeps its claim time: the brake counts from it)
+                    # a click and its follow-up). A lease that ran out is not renewed (another
+                    # process may be taking it over this instant): the run is left to the
+                    # sweeper, whose takeover asks again about what this claim was handed.
+                    logger.warning("run %s: its claim ran out before the pass began; left to the sweeper", run.run_id)
+                    return await self._io(self._store.load, run.run_id, snapshot=False) or run
                 run = await self._announced(await self._courier.card_updates(run))
                 if run.snapshot is None and run.state_ref is not None:
                     run = run.evolve(snapshot=await self._io(self._store.fetch_state, run))
@@ -486,14 +483,7 @@ class RunEngine:
 
     def _reviewed(self, run: Run) -> takeover.Review:
         """``run`` with what a dead pass got and must not get again asked anew (``engine.takeover``)."""
-        policy = self._policy(run.graph)
-        now = self._clock()
-
-        def rules(ask: Ask) -> AskRules:
-            tool = ask.tool.name if ask.tool is not None else None
-            return policy.rules_for(name=ask.name, tool=tool, now=now, default_expires_after=self._default_wait)
-
-        return takeover.review(run, now=now, idempotent=policy.idempotent, rules_for=rules)
+        return takeover.review(run, now=self._clock(), idempotent=self._policy(run.graph).idempotent)
 
     async def _stop(self, run: Run) -> Run:
         """Fail ``run`` closed after too many takeovers (conditional on the version read)."""

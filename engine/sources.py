@@ -111,8 +111,13 @@ def _retry_response(ask: Ask, decision: Decision, *, run_id: str) -> Any:
     """A "may have acted" ask: Retry sends the original answer again, as it was (the tool
     runs again, knowingly); Skip (or nobody answering in time) rejects the call, saying why."""
     assert ask.retry_of is not None
-    if decision.verdict is Verdict.RETRY and not decision.expired:
-        return ask.retry_of.response
+    if decision.verdict in (Verdict.RETRY, Verdict.APPROVE) and not decision.expired:
+        # The original answer, as it was, except who approved sending it again: the people
+        # of this card (one Retry, or the votes a quorum needed), not those of the first.
+        again = ask.retry_of.response
+        if isinstance(again, dict) and "approvers" in again:
+            return {**again, "approvers": [*ask.voters(), decision.user]}
+        return again
     if ask.name == HITL_INTERRUPT_NAME:
         return "no"
     text = SKIPPED_TEXT + (f" ({decision.text})" if decision.text else "")

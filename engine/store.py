@@ -219,8 +219,11 @@ class RunStore(Protocol):
         """
         ...
 
-    def renew(self, run_id: str, *, owner: str, lease_until: float) -> bool:
-        """Extend the lease iff ``owner`` still holds it. Does not bump version."""
+    def renew(self, run_id: str, *, owner: str, lease_until: float, now: float | None = None) -> bool:
+        """Extend the lease iff ``owner`` still holds it and, given ``now``, it has not run
+        out by then (``store_rules.lease_free``: a lease that ran out may already be claimed
+        by a process that read the run before; renewing it would let both hold the run).
+        Does not bump version."""
         ...
 
     def save(self, run: Run, *, expected_version: int, write_id: str | None = None) -> Run:

@@ -22,7 +22,7 @@ Pure functions of the record, so the rules are tested without a store or a graph
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from engine.audit import AuditEvent, appended
@@ -38,6 +38,32 @@ MAX_TAKEOVERS = 3  # takeovers of one step in a row; the next one fails the run 
 # a Retry on a "may have acted" card re-sends an approval).
 ACTING = frozenset({Verdict.APPROVE, Verdict.EDIT, Verdict.TRUST, Verdict.RETRY})
 MAY_HAVE_ACTED_VERDICTS = (Verdict.RETRY, Verdict.REJECT)  # the card shows Reject as "Skip"
+# Under a quorum one person's Retry must not send an approval again on their word alone
+# (``engine.decision_rules`` does not offer it): the card asks for votes, as Approve, each
+# shown as "Retry" and counted until the quorum is reached; the answer sent then names them.
+MAY_HAVE_ACTED_QUORUM_VERDICTS = (Verdict.APPROVE, Verdict.REJECT)
+
+
+def may_have_acted_verdicts(rules: AskRules) -> tuple[Verdict, ...]:
+    """The buttons of a "may have acted" card raised under ``rules``."""
+    return MAY_HAVE_ACTED_VERDICTS if rules.quorum <= 1 else MAY_HAVE_ACTED_QUORUM_VERDICTS
+
+
+def carried_terms(rules: AskRules, *, since: float, now: float) -> AskRules:
+    """The terms a question was raised with, for the same question asked again at ``now``:
+    who may decide, how many, self-approval and escalation stay as they were (a definition
+    changed or unreadable since must not loosen them); the deadlines move by the time passed."""
+    shift = now - since
+
+    def moved(at: float | None) -> float | None:
+        return None if at is None else at + shift
+
+    return replace(
+        rules,
+        expires_at=moved(rules.expires_at),
+        remind_at=tuple(t + shift for t in rules.remind_at),
+        escalate_at=moved(rules.escalate_at),
+    )
 
 
 def is_takeover(run: Run, *, now: float) -> bool:
@@ -84,16 +110,13 @@ class Review:
     new_asks: list[Ask]
 
 
-def review(
-    run: Run, *, now: float, idempotent: Collection[str], rules_for: Callable[[Ask], AskRules] | None = None
-) -> Review:
+def review(run: Run, *, now: float, idempotent: Collection[str]) -> Review:
     """``run`` as claimed by a takeover, with every approval a dead pass got replaced by a
     "may have acted" ask (the original is consumed: its card keeps showing the answer).
 
     The new ask is the same question (interrupt, node, reason, tool, digest: the graph
-    raising it again finds it), with the policy's terms anew (``rules_for``; who may
-    decide is the same) and the answer to send again on Retry, under the original
-    ``approval_id``.
+    raising it again finds it), under the terms it was raised with (``carried_terms``)
+    and with the answer to send again on Retry, under the original ``approval_id``.
     """
     asks = dict(run.asks)
     new_asks: list[Ask] = []
@@ -111,10 +134,10 @@ def review(
             node_id=ask.node_id,
             status=AskStatus.PENDING,
             created_at=now,
-            verdicts=MAY_HAVE_ACTED_VERDICTS,
+            verdicts=may_have_acted_verdicts(ask.rules),
             tool=ask.tool,
             digest=ask.digest,
-            rules=rules_for(ask) if rules_for is not None else replace(ask.rules, expires_at=None),
+            rules=carried_terms(ask.rules, since=ask.created_at, now=now),
             retry_of=again,
         )
         new_asks.append(new)

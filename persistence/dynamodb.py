@@ -428,21 +428,26 @@ class DynamoRunStore:
         return expected_version + 1
 
     @aws.mapped
-    def renew(self, run_id: str, *, owner: str, lease_until: float) -> bool:
+    def renew(self, run_id: str, *, owner: str, lease_until: float, now: float | None = None) -> bool:
+        condition = "lease_owner = :owner AND #st IN (:running, :resuming)"
+        values: dict[str, Any] = {
+            ":until": items.wire(lease_until),
+            ":owner": {"S": owner},
+            ":sweep": {"S": items.SWEEP_PK},
+            ":running": {"S": RunStatus.RUNNING.value},
+            ":resuming": {"S": RunStatus.RESUMING.value},
+        }
+        if now is not None:  # not a lease that ran out: another process may be claiming it
+            condition += " AND lease_until >= :now"
+            values[":now"] = items.wire(now)
         try:
             self._ddb.update_item(
                 TableName=self._table,
                 Key=items.key(run_id),
                 UpdateExpression="SET lease_until = :until, sweep_pk = :sweep, sweep_at = :until",
-                ConditionExpression="lease_owner = :owner AND #st IN (:running, :resuming)",
+                ConditionExpression=condition,
                 ExpressionAttributeNames={"#st": "status"},
-                ExpressionAttributeValues={
-                    ":until": items.wire(lease_until),
-                    ":owner": {"S": owner},
-                    ":sweep": {"S": items.SWEEP_PK},
-                    ":running": {"S": RunStatus.RUNNING.value},
-                    ":resuming": {"S": RunStatus.RESUMING.value},
-                },
+                ExpressionAttributeValues=values,
             )
         except ClientError as exc:
             if _condition_failed(exc):

@@ -250,10 +250,12 @@ class SqliteRunStore:
         return new.version
 
     @_mapped
-    def renew(self, run_id: str, *, owner: str, lease_until: float) -> bool:
+    def renew(self, run_id: str, *, owner: str, lease_until: float, now: float | None = None) -> bool:
         with self._write() as conn:
             run = self._read(conn, run_id)
             if run is None or run.lease_owner != owner or not run.status.leased:
+                return False
+            if now is not None and lease_free(run, now=now):  # ran out: it may be being claimed
                 return False
             self._update(conn, run.evolve(lease_until=lease_until), expected_version=run.version)
         return True

@@ -72,12 +72,12 @@ MAX_ACTION_VALUE = 200
 _STYLES = {Verdict.APPROVE: "primary", Verdict.REJECT: "danger"}
 # A "may have acted" ask (``Ask.retry_of``, ``engine.takeover``): the same question, asked
 # again because its approval reached a step that stopped before it was saved.
-MAY_HAVE_ACTED_LABELS = {Verdict.RETRY: "Retry", Verdict.REJECT: "Skip"}
+MAY_HAVE_ACTED_LABELS = {Verdict.RETRY: "Retry", Verdict.APPROVE: "Retry", Verdict.REJECT: "Skip"}  # Approve: a vote
 MAY_HAVE_ACTED_WARNING = (
     ":warning: *This was approved, but the step running it stopped before it was saved: "
     "the tool may have acted.* Check, then *Retry* (it runs again) or *Skip* (it is not run again)."
 )
-_MAY_HAVE_ACTED_OUTCOMES = {Verdict.RETRY: "🔁 Retried", Verdict.REJECT: "⏭️ Skipped"}
+_MAY_HAVE_ACTED_OUTCOMES = {Verdict.RETRY: "🔁 Retried", Verdict.APPROVE: "🔁 Retried", Verdict.REJECT: "⏭️ Skipped"}
 _OUTCOMES = {
     Verdict.APPROVE: "✅ Approved",
     Verdict.REJECT: "❌ Rejected",

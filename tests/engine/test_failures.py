@@ -43,10 +43,10 @@ async def test_a_failing_heartbeat_never_discards_a_pass_that_ran(tmp_path: Path
     class FlakyRenew(SqliteRunStore):
         failing = False
 
-        def renew(self, run_id: str, *, owner: str, lease_until: float) -> bool:
+        def renew(self, run_id: str, *, owner: str, lease_until: float, now: float | None = None) -> bool:
             if self.failing:
                 raise ConnectionError("store unreachable")
-            return super().renew(run_id, owner=owner, lease_until=lease_until)
+            return super().renew(run_id, owner=owner, lease_until=lease_until, now=now)
 
     store = FlakyRenew(str(tmp_path / "runs.sqlite3"))
     first = engine(store, publisher, lease=3)

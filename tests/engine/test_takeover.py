@@ -67,10 +67,12 @@ def held(*asks: Ask, owner: str = "new/1", lease_until: float = NOW + 60, takeov
 
 
 def test_an_approval_a_dead_pass_got_becomes_a_may_have_acted_ask() -> None:
-    run = held(decided("a1", Verdict.APPROVE, handed="dead/1"))
-    rules = AskRules(approvers=("U7",), expires_at=NOW + 99)
+    raised_with = AskRules(approvers=("U7",), expires_at=NOW + 99, remind_at=(NOW + 50,))
+    run = held(replace(decided("a1", Verdict.APPROVE, handed="dead/1"), rules=raised_with))
 
-    reviewed = review(run, now=NOW + 5, idempotent=(), rules_for=lambda ask: rules)
+    reviewed = review(run, now=NOW + 5, idempotent=())
+    # The terms it was raised with: who may decide stays, the deadlines move by the time passed.
+    rules = AskRules(approvers=("U7",), expires_at=NOW + 104, remind_at=(NOW + 55,))
 
     (new,) = reviewed.new_asks
     assert reviewed.run.asks["a1"].status is AskStatus.CONSUMED, "the original keeps its answer; its card too"
@@ -141,7 +143,8 @@ def test_retry_sends_the_original_answer_and_skip_a_rejection_saying_why() -> No
     (new,) = review(held(original), now=NOW, idempotent=()).new_asks
 
     retry = response_for(new, Decision(verdict=Verdict.RETRY, user="U2", at=NOW), run_id="r1")
-    assert retry == sent, "Retry re-sends the original approval, edit and approval id included"
+    # The original approval, edit and approval id included; who approved sending it again: U2.
+    assert retry == {**sent, "approvers": ["U2"]}, "Retry re-sends the original approval"
     skip = response_for(new, Decision(verdict=Verdict.REJECT, user="U2", at=NOW, text="it ran"), run_id="r1")
     assert skip == {
         "decision": "reject",

@@ -595,3 +595,17 @@ def test_a_claim_never_takes_a_lease_that_still_holds(backend: Backend) -> None:
     assert version == read.version + 1
     stored = store.load("r-lease", snapshot=False)
     assert stored is not None and stored.lease_owner == "b/1"
+
+
+def test_a_lease_that_ran_out_is_not_renewed(backend: Backend) -> None:
+    """A holder that stalled past its lease must not take it back: a claimer that read the run
+    meanwhile may be taking it over this instant (its claim checks only the version and that
+    the lease ran out), and both would then hold the run."""
+    store = backend.store()
+    now = time.time()
+    store.create(make_run("r-renew", status=RunStatus.RESUMING, lease_owner="a/1", lease_until=now + 5))
+    assert store.renew("r-renew", owner="a/1", lease_until=now + 60, now=now), "a live lease is renewed"
+    assert not store.renew("r-renew", owner="a/1", lease_until=now + 200, now=now + 61), "one that ran out is not"
+    assert not store.renew("r-renew", owner="b/1", lease_until=now + 60, now=now), "nor someone else's"
+    stored = store.load("r-renew", snapshot=False)
+    assert stored is not None and stored.lease_until == now + 60
