@@ -170,3 +170,43 @@ async def test_takeovers_that_never_save_are_capped_and_the_run_fails_closed(
     assert run.status is RunStatus.FAILED
     assert all(live_buttons(c) == [] for c in cards(local_slack)), "no card is left with buttons"
     assert may_have_acted(local_slack) == [], "nothing unsaved was shown"
+
+
+async def test_under_a_quorum_the_may_have_acted_card_needs_the_quorum_again(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: Any, markers_file: Path
+) -> None:
+    """Found by review: one person's Retry re-sent an approval that needed two. Under a
+    quorum the card asks for votes (its Retry is an approval that counts), so the tool runs
+    again only once the quorum approved again, and the graph is told who did."""
+    bot = await start_bot(backend=backend, extra_env={**FAST, "APPROVAL_BOT_TEST_SLOW_SECONDS": "60"})
+    user = user_for(bot)
+    await user.slash_command(text="run guarded-quorum kill", user_id="U0DAVE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="a card")
+    await user.click(message=card, label="Approve", user_id="U0ALICE", channel_id=CHANNEL)
+    await local_slack.wait_for(
+        lambda: "1 of 2" in all_text(local_slack.message(CHANNEL, str(card["ts"])) or {}),
+        timeout=30,
+        what="the first approval counted",
+    )
+    await user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
+    started = Path(str(markers_file) + ".approval_bot_test_started")
+    await eventually(started.exists, what="the approved tool to start")
+    bot.kill()
+    started.unlink()
+
+    bot = await start_bot(backend=backend, extra_env=FAST, args=SWEEP)
+    user = user_for(bot)
+    (again,) = await local_slack.wait_for(lambda: may_have_acted(local_slack), timeout=30, what="the card")
+    assert live_buttons(again) == ["Retry", "Skip"]
+    await user.click(message=again, label="Retry", user_id="U0CAROL", channel_id=CHANNEL)
+    await local_slack.wait_for(
+        lambda: "1 of 2" in all_text(local_slack.message(CHANNEL, str(again["ts"])) or {}),
+        timeout=30,
+        what="one Retry counted as one approval of two",
+    )
+    assert not markers_file.exists() and not started.exists(), "one person's Retry ran nothing"
+    await user.click(message=again, label="Retry", user_id="U0ALICE", channel_id=CHANNEL)
+    done = await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the end")
+    assert "wrote" in all_text(done), all_text(done)
+    (line,) = markers_file.read_text().splitlines()
+    assert line.endswith("approvers: U0CAROL,U0ALICE"), line
