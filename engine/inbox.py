@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from engine.decision_rules import judge, record_of
-from engine.policy import Directory, Refusal
+from engine.policy import Directory
 from engine.records import Ask, Decision, Run, Verdict
 from engine.store import RunStore
 from engine.store_rules import ANYONE
@@ -48,15 +48,16 @@ class Inbox:
         principals = [user, *sorted(groups), ANYONE]
         found = await in_thread(self._store.pending_for, principals, limit=limit * 2)
         now = self._clock()
-        approve = Decision(verdict=Verdict.APPROVE, user=user, at=now)
         channels: frozenset[str] | None = None
         mine: list[tuple[Run, Ask]] = []
         for run, ask in found:
             if ask.rules.approvers is None and channels is None:
                 channels = await self._lookup("channels_of", user)
             facts = groups | (channels or frozenset())
-            why = judge(record_of(run, ask.key), ask.key, approve, member_of=facts, now=now)
-            if not isinstance(why, Refusal):  # (an ask without an Approve button still waits for them)
+            # Judged as the ask's own yes would be (Approve, or a "may have acted" card's
+            # Retry): listed only when that click would be recorded, every rule passed.
+            yes = Decision(verdict=_yes_verdict(ask), user=user, at=now)
+            if judge(record_of(run, ask.key), ask.key, yes, member_of=facts, now=now) is None:
                 mine.append((run, ask))
         return mine[:limit]
 
@@ -72,3 +73,9 @@ class Inbox:
             logger.warning("inbox: could not look up the %s (%s)", what.replace("_of", ""), type(error).__name__)
             return frozenset()
         return found
+
+
+def _yes_verdict(ask: Ask) -> Verdict:
+    """The verdict that says yes on ``ask``'s card: Approve, or what the card offers instead."""
+    offered = [v for v in ask.verdicts if v not in (Verdict.REJECT, Verdict.REPLY)]
+    return Verdict.APPROVE if Verdict.APPROVE in offered or not offered else offered[0]

@@ -47,7 +47,10 @@ async def heartbeat(
 
     async def beat() -> None:
         while True:
-            await asyncio.sleep(lease_seconds / 3)
+            # Every third of the lease, and never later than a third before it runs out: a
+            # hold that begins late (its claim made a while ago) renews at once, since a lease
+            # that ran out is not renewed (another process may be claiming it).
+            await asyncio.sleep(max(0.0, min(lease_seconds / 3, state.until - clock() - lease_seconds / 3)))
             now = clock()
             next_until = now + lease_seconds
             try:

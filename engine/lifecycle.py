@@ -410,6 +410,11 @@ class RunEngine:
         """Everything a process does while it holds a run: bring decided cards up to date,
         run one pass, save; then, with the lease released, deliver what the save implies."""
         assert run.lease_owner is not None and run.lease_until is not None
+        if run.lease_until < self._clock():
+            run, taken = await self._claimed_again(run)
+            if not taken:
+                return run  # taken over, or changed meanwhile: left to whoever has it now
+        assert run.lease_owner is not None and run.lease_until is not None
         with self._work():
             async with heartbeat(
                 store=self._store,
@@ -419,13 +424,6 @@ class RunEngine:
                 lease_seconds=self._lease,
                 clock=self._clock,
             ) as beat:
-                if (run.lease_until or 0.0) < self._clock():
-                    # Late: the claim ran out before its pass began (a process stalled between
-                    # a click and its follow-up). A lease that ran out is not renewed (another
-                    # process may be taking it over this instant): the run is left to the
-                    # sweeper, whose takeover asks again about what this claim was handed.
-                    logger.warning("run %s: its claim ran out before the pass began; left to the sweeper", run.run_id)
-                    return await self._io(self._store.load, run.run_id, snapshot=False) or run
                 run = await self._announced(await self._courier.card_updates(run))
                 if run.snapshot is None and run.state_ref is not None:
                     run = run.evolve(snapshot=await self._io(self._store.fetch_state, run))
@@ -480,6 +478,31 @@ class RunEngine:
                 return saved
             audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
             return await self._courier.deliver(saved, unposted=unposted)
+
+    async def _claimed_again(self, run: Run) -> tuple[Run, bool]:
+        """A claim that ran out before its pass began (a process stalled between a click and
+        its follow-up), taken again if nothing changed since: the version it made proves
+        nobody took the run over, so the answers it was handed are handed anew to the new
+        claim (no "may have acted" card for a pass that never ran). Else the run as stored,
+        left to whoever holds it now (a lease that ran out is never renewed)."""
+        token, until = new_token(self.owner), self._clock() + self._lease
+        handing = [a.key for a in run.decided_asks() if a.handed == run.lease_owner]
+        try:
+            version = await self._io(
+                self._store.claim,
+                run.run_id,
+                expected_version=run.version,
+                status=run.status,
+                owner=token,
+                lease_until=until,
+                now=self._clock(),
+                handing=handing,
+            )
+        except VersionConflict:
+            logger.warning("run %s: its claim ran out before the pass began; left to its taker", run.run_id)
+            return (await self._io(self._store.load, run.run_id, snapshot=False) or run), False
+        claimed = run_to(run, run.status, cause=Cause.TAKEOVER, version=version, lease_owner=token, lease_until=until)
+        return takeover.claimed_record(claimed, handing=handing, takeovers=None), True
 
     def _reviewed(self, run: Run) -> takeover.Review:
         """``run`` with what a dead pass got and must not get again asked anew (``engine.takeover``)."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from engine.audit import AuditEvent, appended
 from engine.policy import AskRules
-from engine.records import Ask, AskStatus, RetryOf, Run, RunStatus, Verdict
+from engine.records import Ask, AskStatus, RetryOf, Run, RunStatus, ToolCall, Verdict
 from engine.saving import failed_record
 from engine.settle import new_ask_key
 from engine.sources import response_for
@@ -135,7 +135,7 @@ def review(run: Run, *, now: float, idempotent: Collection[str]) -> Review:
             status=AskStatus.PENDING,
             created_at=now,
             verdicts=may_have_acted_verdicts(ask.rules),
-            tool=ask.tool,
+            tool=_as_sent(ask),
             digest=ask.digest,
             rules=carried_terms(ask.rules, since=ask.created_at, now=now),
             retry_of=again,
@@ -182,3 +182,13 @@ def stopped_record(run: Run, *, now: float) -> Run:
 
 def _what(ask: Ask) -> str:
     return ask.tool.name if ask.tool is not None else ask.name
+
+
+def _as_sent(ask: Ask) -> ToolCall | None:
+    """The tool call the card shows: the one Retry sends. After an Edit that is the edited
+    input, not the one first raised; a card showing the old input would have a person
+    approve what it does not show."""
+    decision = ask.decision
+    if ask.tool is None or decision is None or decision.edited_input is None:
+        return ask.tool
+    return replace(ask.tool, input=decision.edited_input)
