@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,8 @@ from strands.multiagent.graph import Graph
 import tests.support.graphs as test_graphs
 from engine import RunEngine
 from engine.policy import Policy
-from engine.records import Ask, MessageRef, Run
+from engine.records import Ask, AskStatus, Decision, MessageRef, Run, RunStatus, Verdict
+from engine.store import RunStore
 from graph_defs.registry import build_graph, get_graph, list_graphs, load_graph_modules
 from persistence.sqlite import SqliteRunStore
 
@@ -125,3 +127,37 @@ def make_engine(store: SqliteRunStore, publisher: RecordingPublisher):  # type: 
         )
 
     return make
+
+
+async def died_holding_approval(
+    store: RunStore,
+    publisher: RecordingPublisher,
+    *,
+    graph: str = "guarded-write",
+    starter: str = "U0",
+    approvers: tuple[str, ...] = ("U1",),
+    takeovers: int = 0,
+) -> Run:
+    """A run of ``graph`` whose question ``approvers`` approved, and whose approval a pass got
+    (its claim marked it handed) before that pass died: what a takeover then finds."""
+    first = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher, lease_seconds=60)
+    run = await first.start(graph=graph, task="x", user=starter, channel="C1")
+    (ask,) = run.pending_asks()
+    for user in approvers:
+        approve = Decision(verdict=Verdict.APPROVE, user=user, at=time.time())
+        assert (await first.decide(run_id=run.run_id, ask_key=ask.key, decision=approve)).accepted
+    decided = store.load(run.run_id, snapshot=False)
+    assert decided is not None and decided.asks[ask.key].status is AskStatus.DECIDED
+    store.claim(
+        run.run_id,
+        expected_version=decided.version,
+        status=RunStatus.RESUMING,
+        owner="dead/1",
+        lease_until=time.time() - 1,
+        now=time.time(),
+        handing=[ask.key],
+        takeovers=takeovers,
+    )
+    loaded = store.load(run.run_id, snapshot=False)
+    assert loaded is not None
+    return loaded

@@ -9,8 +9,8 @@ import pytest
 
 import tests.support.graphs as test_graphs
 from engine import RunEngine
-from engine.records import AskStatus, Decision, RunStatus, Verdict
-from tests.engine.conftest import RecordingPublisher, RegistrySource
+from engine.records import Decision, Verdict
+from tests.engine.conftest import RecordingPublisher, RegistrySource, died_holding_approval
 from tests.persistence.conftest import Backend, backend  # noqa: F401
 
 both = pytest.mark.parametrize("backend", ["sqlite", "dynamodb"], indirect=True)
@@ -23,27 +23,8 @@ def engine(store, publisher):  # type: ignore[no-untyped-def]
 @both
 async def test_quorum_may_have_acted_on_each_store(backend: Backend, publisher: RecordingPublisher) -> None:  # noqa: F811
     store = backend.store()
-    first = engine(store, publisher)
-    run = await first.start(graph="guarded-quorum", task="x", user="U0ALICE", channel="C1")
-    (ask,) = run.pending_asks()
-    for user in ("U0BOB", "U0CAROL"):
-        assert (
-            await first.decide(
-                run_id=run.run_id,
-                ask_key=ask.key,
-                decision=Decision(verdict=Verdict.APPROVE, user=user, at=time.time()),
-            )
-        ).accepted
-    decided = store.load(run.run_id, snapshot=False)
-    assert decided is not None and decided.asks[ask.key].status is AskStatus.DECIDED
-    store.claim(
-        run.run_id,
-        expected_version=decided.version,
-        status=RunStatus.RESUMING,
-        owner="dead/1",
-        lease_until=time.time() - 1,
-        now=time.time(),
-        handing=[ask.key],
+    run = await died_holding_approval(
+        store, publisher, graph="guarded-quorum", starter="U0ALICE", approvers=("U0BOB", "U0CAROL")
     )
     sweeper = engine(store, publisher)
     (swept,) = await sweeper.sweep()

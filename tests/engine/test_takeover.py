@@ -27,7 +27,7 @@ from engine.takeover import (
     to_hand,
 )
 from persistence.sqlite import SqliteRunStore
-from tests.engine.conftest import RecordingPublisher, RegistrySource
+from tests.engine.conftest import RecordingPublisher, RegistrySource, died_holding_approval
 
 NOW = 1_800_000_000.0
 
@@ -188,26 +188,7 @@ def engine(store: SqliteRunStore, publisher: RecordingPublisher) -> RunEngine:
 
 async def a_pass_died_holding(store: SqliteRunStore, publisher: RecordingPublisher, *, takeovers: int = 0) -> Run:
     """A run whose approval a pass got (its claim marked it) before that pass died."""
-    first = engine(store, publisher)
-    run = await first.start(graph="guarded-write", task="x", user="U0", channel="C1")
-    (ask,) = run.pending_asks()
-    result = await first.decide(
-        run_id=run.run_id, ask_key=ask.key, decision=Decision(verdict=Verdict.APPROVE, user="U1", at=time.time())
-    )
-    assert result.run is not None
-    store.claim(
-        run.run_id,
-        expected_version=result.run.version,
-        status=RunStatus.RESUMING,
-        owner="dead/1",
-        lease_until=time.time() - 1,
-        now=time.time(),
-        handing=[ask.key],
-        takeovers=takeovers,
-    )
-    loaded = store.load(run.run_id, snapshot=False)
-    assert loaded is not None
-    return loaded
+    return await died_holding_approval(store, publisher, takeovers=takeovers)
 
 
 def ids_seen(tmp_path: Path) -> list[str]:

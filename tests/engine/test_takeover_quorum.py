@@ -20,7 +20,7 @@ from engine.policy import Policy
 from engine.records import AskStatus, Decision, Run, RunStatus, Verdict
 from graph_defs import registry
 from persistence.sqlite import SqliteRunStore
-from tests.engine.conftest import RecordingPublisher, RegistrySource
+from tests.engine.conftest import RecordingPublisher, RegistrySource, died_holding_approval
 
 
 def engine(store: SqliteRunStore, publisher: RecordingPublisher) -> RunEngine:
@@ -28,26 +28,14 @@ def engine(store: SqliteRunStore, publisher: RecordingPublisher) -> RunEngine:
 
 
 async def quorum_approval_handed_to_a_dead_pass(store: SqliteRunStore, publisher: RecordingPublisher) -> Run:
-    first = engine(store, publisher)
-    run = await first.start(graph="guarded-quorum", task="x", user="U0", channel="C1")
-    (ask,) = run.pending_asks()
-    assert ask.rules.quorum == 2 and ask.rules.approvers == ("U0ALICE", "U0BOB", "U0CAROL")
-    for user in ("U0ALICE", "U0BOB"):
-        approve = Decision(verdict=Verdict.APPROVE, user=user, at=time.time())
-        assert (await first.decide(run_id=run.run_id, ask_key=ask.key, decision=approve)).accepted
-    decided = store.load(run.run_id, snapshot=False)
-    assert decided is not None and decided.asks[ask.key].status is AskStatus.DECIDED
-    # The pass that got the quorum's approval dies before saving (its claim marked it handed).
-    store.claim(
-        run.run_id,
-        expected_version=decided.version,
-        status=RunStatus.RESUMING,
-        owner="dead/1",
-        lease_until=time.time() - 1,
-        now=time.time(),
-        handing=[ask.key],
+    """``guarded-quorum`` (approvers Alice, Bob, Carol; quorum 2) approved by Alice and Bob,
+    the approval handed to a pass that died."""
+    run = await died_holding_approval(
+        store, publisher, graph="guarded-quorum", starter="U0", approvers=("U0ALICE", "U0BOB")
     )
-    return decided
+    (ask,) = run.asks.values()
+    assert ask.rules.quorum == 2 and ask.rules.approvers == ("U0ALICE", "U0BOB", "U0CAROL")
+    return run
 
 
 async def test_one_retry_does_not_stand_in_for_a_quorum_and_votes_do(
