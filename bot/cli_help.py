@@ -31,6 +31,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "AWS_ENDPOINT_URL_S3": "an S3 endpoint instead of AWS's",
     "LEASE_SECONDS": "how long a resuming process owns a run, 5 or more (default 120)",
     "DELIVERY_GRACE_SECONDS": "seconds before the sweeper delivers what another process owes Slack (default 60)",
+    "CANCEL_CHECK_SECONDS": "at most how often a running pass reads the store for a cancel (default 1; 0: every node)",
+    "DIRECTORY_TTL_SECONDS": "how long Slack's group and channel members decide who may answer (default 60)",
     "ASK_EXPIRES_AFTER": "seconds an ask waits when its graph sets no expires_after (default 259200, 3 days)",
     "RUN_RETENTION_DAYS": "days a finished run is kept before it is deleted (default 30)",
     "LIVE_PROGRESS": "a run's status message: stream (Slack's streaming surface, else edits), update, off",
@@ -55,6 +57,8 @@ _STORE: Final = (
 _ENGINE: Final = (
     "LEASE_SECONDS",
     "DELIVERY_GRACE_SECONDS",
+    "CANCEL_CHECK_SECONDS",
+    "DIRECTORY_TTL_SECONDS",
     "ASK_EXPIRES_AFTER",
     "RUN_RETENTION_DAYS",
     "LIVE_PROGRESS",

@@ -57,6 +57,12 @@ class Settings(BaseSettings):
     # of failing every run, or the first sweep, later.
     graph_model: Literal["bedrock", "offline"] = Field(default="bedrock", alias="GRAPH_MODEL")
     delivery_grace_seconds: float = Field(default=60.0, alias="DELIVERY_GRACE_SECONDS", gt=0, allow_inf_nan=False)
+    # Read by engine.brake and bot.directory at import; bounded here so that a typo, or a TTL
+    # that would let a removed group member keep deciding for hours, stops the bot at start.
+    cancel_check_seconds: float = Field(default=1.0, alias="CANCEL_CHECK_SECONDS", ge=0, le=60, allow_inf_nan=False)
+    directory_ttl_seconds: float = Field(
+        default=60.0, alias="DIRECTORY_TTL_SECONDS", gt=0, le=3600, allow_inf_nan=False
+    )
     # How long an ask waits for a decision when its graph's policy names no expires_after.
     ask_expires_after: float = Field(
         default=DEFAULT_EXPIRES_AFTER, alias="ASK_EXPIRES_AFTER", gt=0, allow_inf_nan=False
@@ -116,6 +122,8 @@ _SHAPES: Final[dict[str, tuple[str, str, str]]] = {
     "EXAMPLE_GRAPHS": ("true or false", "true", "false"),
     "GRAPH_MODEL": ("bedrock or offline", "bedrock", "bedrock"),
     "DELIVERY_GRACE_SECONDS": ("a number of seconds, more than 0", "60", "60"),
+    "CANCEL_CHECK_SECONDS": ("a number of seconds from 0 to 60", "1", "1"),
+    "DIRECTORY_TTL_SECONDS": ("a number of seconds, more than 0 and at most 3600", "60", "60"),
     "ASK_EXPIRES_AFTER": ("a number of seconds, more than 0", "86400", f"{DEFAULT_EXPIRES_AFTER:g}"),
     "RUN_RETENTION_DAYS": ("a number of days, more than 0", "30", "30"),
     "LIVE_PROGRESS": ("stream, update or off", "update", "stream"),

@@ -36,7 +36,7 @@ SLACK = {"SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": "signing-secret-not-t
 KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 _OURS = re.compile(
     r"^(AWS_|SLACK_|DYNAMODB_|SNAPSHOT_|GRAPH_|APPROVAL_BOT_)|^(EXAMPLE_GRAPHS|BEDROCK_MODEL_ID|LOG_LEVEL|PORT|"
-    r"LEASE_SECONDS|SQLITE_PATH|DELIVERY_GRACE_SECONDS|PYTHONPATH)$"
+    r"LEASE_SECONDS|SQLITE_PATH|DELIVERY_GRACE_SECONDS|CANCEL_CHECK_SECONDS|DIRECTORY_TTL_SECONDS|PYTHONPATH)$"
 )
 
 MODULES = {
@@ -116,6 +116,18 @@ def _cases(refusing: str, closed: str) -> list[Case]:
             ("sweep",),
             ("DELIVERY_GRACE_SECONDS='abc'", "more than 0"),
             {**SLACK, "DELIVERY_GRACE_SECONDS": "abc"},
+        ),
+        Case(
+            "cancel-check",
+            ("serve",),
+            ("CANCEL_CHECK_SECONDS='-1'", "from 0 to 60"),
+            {**SLACK, "CANCEL_CHECK_SECONDS": "-1"},
+        ),
+        Case(
+            "directory-ttl",
+            ("socket",),
+            ("DIRECTORY_TTL_SECONDS='86400'", "at most 3600"),
+            {**SLACK, "DIRECTORY_TTL_SECONDS": "86400"},
         ),
         Case(
             "graph-model",
