@@ -126,6 +126,14 @@ def _bot_listing_ratios(backend: str) -> list[float]:
     return [r["ratio"] for r in _scale(backend)["listings"] if not r["name"].startswith("moto")]
 
 
+def _listing_requests(listing: str) -> int:
+    """DynamoDB requests of one listing, the same with 1,000 waiting runs as with 10."""
+    sizes = results("scale")["backends"]["dynamodb"]["listing_requests"][listing]
+    large, small = (sum(sizes[size].values()) for size in ("large", "small"))
+    assert large == small, f"{listing}: {small} requests at the small size, {large} at the large"
+    return int(large)
+
+
 def _inbox(name: str) -> Results:
     return next(r for r in results("scale")["inbox"]["comparisons"] if r["name"] == name)
 
@@ -250,6 +258,7 @@ FIGURES: dict[str, tuple[Callable[[], float], Callable[[float], str]]] = {
     "scale.sqlite.listing_ratio.max": (lambda: max(r["ratio"] for r in _scale("sqlite")["listings"]), dec(2)),
     "scale.dynamodb.listing_ratio.min": (lambda: min(_bot_listing_ratios("dynamodb")), dec(1)),
     "scale.dynamodb.listing_ratio.max": (lambda: max(_bot_listing_ratios("dynamodb")), dec(1)),
+    "scale.listing.requests": (lambda: _listing_requests("/graph runs"), whole),
     "scale.sqlite.sweep_ms": (lambda: _scale("sqlite")["sweep"]["comparison"]["ours_median_ms"], dec(1)),
     "scale.sqlite.rss_mib": (lambda: _scale("sqlite")["rss_kib_idle"]["large"] / 1024, whole),
     "scale.burst.sqlite.p99_ms": (lambda: _scale("sqlite")["burst"]["ack_p99_ms"], whole),

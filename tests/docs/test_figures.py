@@ -20,11 +20,13 @@ NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 # Phrasings that state a measured figure. Each must carry a marker right after its number,
 # or be reworded: a bare one is how a stale figure survives a re-run.
 _N = r"\b(\d[\d,.]*\d|\d)(?![\d.,]|<!--)"  # a whole number, not followed by its marker
+_WORDS = r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"  # spelled out
 STALE = [
     re.compile(_N + r"[ *]*(?:small )?(?:DynamoDB )?requests\b"),
     re.compile(_N + r"[ *]*(?:\([^)]*\) )?write (?:request )?units\b"),
     re.compile(_N + r"[ *]*read units\b"),
     re.compile(r"\bratio " + _N),
+    re.compile(_WORDS + r"(?: small)?(?: DynamoDB)? (?:requests|write units)\b", re.I),
     re.compile(r"\$" + _N + r"[^.]*\b(?:approval|cycle)"),
 ]
 
