@@ -107,7 +107,13 @@ class Rehearsal:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._close()
+        refused = self._close()
+        if refused and exc_type is None:
+            first = refused[0]
+            raise RehearsalError(
+                f"Slack would have refused {len(refused)} of the bot's calls, "
+                f"first {first['method']}: {first['error']} {first.get('errors') or ''}".rstrip()
+            )
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -170,33 +176,40 @@ class Rehearsal:
             "GRAPH_MODEL": "offline",
             **self._env,
         }
-        self._stack = Stack(state=state, slack=slack, settings=settings)
-        await self._stack.__aenter__()
-        return Driver(stack=self._stack, channel=self.channel)
+        stack = Stack(state=state, slack=slack, settings=settings)
+        await stack.__aenter__()  # which stops whatever it started when it fails
+        self._stack = stack
+        return Driver(stack=stack, channel=self.channel)
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self) -> list[dict[str, Any]]:
         """Stop what the bot still had going (a run mid-pass, the sweeper), then its web app
         and the local Slack; what the bot saved stays saved, and nothing is left running."""
         stack, self._stack = self._stack, None
         if stack is None:
-            return
+            return []
+        from demo.session import _cancel_leftovers  # the demo's end, which is the same as ours
+
+        refused = list(stack.slack.rejected)
         try:
-            await _cancel_others()
+            await _cancel_leftovers()
             await stack.aclose()
         finally:
-            await _cancel_others()
+            await _cancel_leftovers()
             store = vars(stack.services).get("store") if stack.services is not None else None
             close = getattr(store, "close", None)
             if callable(close):
                 close()
+        return refused
 
-    def _close(self) -> None:
-        """Everything ``_open`` did, undone in reverse, each step whatever the others did."""
+    def _close(self) -> list[dict[str, Any]]:
+        """Everything ``_open`` did, undone in reverse, each step whatever the others did;
+        returns the calls the local Slack refused (real Slack would have refused them too)."""
         self._driver = None
+        refused: list[dict[str, Any]] = []
         try:
             try:
                 if self._loop is not None and self._loop.is_running():
-                    self._on_loop(self._shutdown(), timeout=SHUTDOWN_TIMEOUT)
+                    refused = self._on_loop(self._shutdown(), timeout=SHUTDOWN_TIMEOUT)
             finally:
                 self._stop_loop()
         finally:
@@ -209,6 +222,7 @@ class Rehearsal:
             if self._held:
                 self._held = False
                 _ONE_AT_A_TIME.release()
+        return refused
 
     def _stop_loop(self) -> None:
         loop, thread = self._loop, self._thread
@@ -217,14 +231,6 @@ class Rehearsal:
             loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(SHUTDOWN_TIMEOUT)
-
-
-async def _cancel_others() -> None:
-    current = asyncio.current_task()
-    others = [task for task in asyncio.all_tasks() if task is not current]
-    for task in others:
-        task.cancel()
-    await asyncio.gather(*others, return_exceptions=True)
 
 
 def _restore(environ: os._Environ[str], saved: Mapping[str, str]) -> None:

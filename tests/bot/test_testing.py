@@ -180,6 +180,24 @@ def test_exit_puts_everything_back_even_when_the_test_fails(monkeypatch: pytest.
         Rehearsal(graph_modules=[DEPLOY]).__enter__()
 
 
+def test_a_graph_module_that_cannot_be_imported_fails_the_start_and_leaves_nothing_behind() -> None:
+    from graph_defs.registry import GraphModuleError
+
+    before = dict(os.environ)
+    with pytest.raises(GraphModuleError, match=r"could not import graph module 'graphs\.nowhere'"):
+        Rehearsal(graph_modules=["graphs.nowhere"]).__enter__()
+    assert dict(os.environ) == before
+    assert not [t for t in threading.enumerate() if t.name == "rehearsal-loop"]
+
+
+def test_a_call_real_slack_would_refuse_fails_the_rehearsal() -> None:
+    """What the local Slack refuses (a message too long, a block malformed), real Slack would too."""
+    refused = pytest.raises(RehearsalError, match=r"^Slack would have refused 1 of the bot's calls, first chat\.update")
+    with refused, Rehearsal(graph_modules=[DEPLOY]) as r:
+        assert r._stack is not None
+        r._stack.slack.rejected.append({"method": "chat.update", "error": "invalid_blocks", "errors": []})
+
+
 # -- on DynamoDB -----------------------------------------------------------------------------------
 
 
