@@ -8,7 +8,9 @@ started with the text typed after ``/graph run``, answered as people in the chan
 from __future__ import annotations
 
 import os
+import re
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 
 from bot.testing import Refused, Rehearsal, RehearsalError
 from engine.records import RunStatus
+from graph_defs.registry import unregister
 
 DEPLOY = "graph_defs.examples.deploy"
 PAYOUT = "graph_defs.examples.payout"
@@ -216,3 +219,29 @@ def _port(url: str) -> int:
     port = urlsplit(url).port
     assert port is not None, url
     return port
+
+
+# -- the guide -------------------------------------------------------------------------------------
+
+
+def test_the_guides_examples_run_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/testing.md: its ``graphs/refunds.py`` in a team's own folder, and its tests, as they stand."""
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "testing.md").read_text()
+    first, graph, decisions, edit, quorum, *_ = re.findall(r"```python\n(.*?)```", guide, re.DOTALL)
+    assert graph.startswith("# graphs/refunds.py\n")
+    (tmp_path / "graphs").mkdir()
+    (tmp_path / "graphs" / "__init__.py").write_text("")
+    (tmp_path / "graphs" / "refunds.py").write_text(graph)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    namespace: dict[str, object] = {}
+    try:
+        for example in (first, decisions, edit, quorum):
+            exec(compile(example, "docs/testing.md", "exec"), namespace)  # our own guide
+        tests = [f for name, f in namespace.items() if name.startswith("test_") and callable(f)]
+        assert len(tests) == 6
+        for test in tests:
+            test()
+    finally:
+        unregister("refunds")
+        for name in ("graphs.refunds", "graphs"):
+            sys.modules.pop(name, None)
