@@ -49,13 +49,13 @@ class Card:
     title: str
     text: str
     buttons: list[str]
-    ts: str = field(repr=False)
+    _ts: str = field(repr=False)
     _loop: Loop = field(repr=False, compare=False)
 
     def approve(self, *, user: str) -> str | None:
         """Click Approve. None when that decided the card; under a quorum, the notice the
         approver saw (``Your approval counts: 1 of 2. …``) while the card waits for more."""
-        return self._loop(lambda d: d.approve(self.ts, user=user, timeout=ACT_TIMEOUT), timeout=ACT_TIMEOUT)
+        return self._loop(lambda d: d.approve(self._ts, user=user, timeout=ACT_TIMEOUT), timeout=ACT_TIMEOUT)
 
     def reject(self, *, user: str, reason: str | None = None) -> None:
         """Click Reject and submit the modal, with ``reason`` or none."""
@@ -73,11 +73,13 @@ class Card:
 
     def latest(self) -> Card:
         """The same card as it is shown now (after an approval counted, a decision…)."""
-        message = self._loop(lambda d: _now(d, self.ts), timeout=ACT_TIMEOUT)
+        message = self._loop(lambda d: _now(d, self._ts), timeout=ACT_TIMEOUT)
         return card_of(message, loop=self._loop)
 
     def _modal(self, label: str, *, user: str, text: str) -> None:
-        self._loop(lambda d: d.in_modal(self.ts, label, user=user, text=text, timeout=ACT_TIMEOUT), timeout=ACT_TIMEOUT)
+        self._loop(
+            lambda d: d.in_modal(self._ts, label, user=user, text=text, timeout=ACT_TIMEOUT), timeout=ACT_TIMEOUT
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,7 +117,7 @@ def card_of(message: dict[str, Any], *, loop: Loop) -> Card:
         title=shown.title(message),
         text=shown.plain_text(message),
         buttons=shown.buttons(message),
-        ts=str(message["ts"]),
+        _ts=str(message["ts"]),
         _loop=loop,
     )
 
