@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
@@ -114,7 +114,7 @@ class Driver:
             return f"the run waits on card {shown.title(card)!r} ({', '.join(shown.buttons(card))})"
         return f"the run is {await self.status(run_id)}"
 
-    async def wait(self, found: Callable[[], T | None], *, timeout: float, failing: Callable[[], Any]) -> T:
+    async def wait(self, found: Callable[[], T | None], *, timeout: float, failing: Callable[[], Awaitable[str]]) -> T:
         """``found()`` once it is something, re-checked at every change in Slack; else
         ``RehearsalError`` with the line ``await failing()`` gives."""
         try:
