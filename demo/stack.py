@@ -9,24 +9,33 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Mapping
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from aiohttp import web
 
 from bot.server import build_web_app
-from bot.services import build_services
+from bot.services import Services, build_services
 from bot.settings import Settings
 from demo.commands import CHANNELS, USERS
 from localslack import LocalSlack, LocalSlackUser
 
 
 class Stack:
-    """``async with Stack(state=folder)``: everything started, and stopped again on exit."""
+    """``async with Stack(state=folder)``: everything started, and stopped again on exit.
 
-    def __init__(self, *, state: str) -> None:
+    ``slack`` and ``settings`` (setting names and values, over the demo's own) let the test
+    kit (``bot.testing``) run the same stack in its own channel, on its graphs and store.
+    """
+
+    def __init__(
+        self, *, state: str, slack: LocalSlack | None = None, settings: Mapping[str, Any] | None = None
+    ) -> None:
         self.state = state
-        self.slack = LocalSlack(users=USERS, channels=CHANNELS)
+        self.slack = slack or LocalSlack(users=USERS, channels=CHANNELS)
+        self._settings = dict(settings or {})
+        self.services: Services | None = None
         self._runner: web.AppRunner | None = None
         self._user: LocalSlackUser | None = None
         self.command = "/graph"
@@ -53,10 +62,12 @@ class Stack:
                     "SLACK_COMMAND": "/graph",
                     "DYNAMODB_TABLE": None,
                     "SNAPSHOT_BUCKET": None,
+                    **self._settings,
                 }
             )
             self.command = settings.slack_command
-            self._runner = web.AppRunner(build_web_app(services=build_services(settings)), access_log=None)
+            self.services = build_services(settings)
+            self._runner = web.AppRunner(build_web_app(services=self.services), access_log=None)
             await self._runner.setup()
             site = web.TCPSite(self._runner, "127.0.0.1", 0)
             await site.start()

@@ -23,12 +23,17 @@ ALLOWED = {
 """What the README's "Imports between the top-level packages" list says, package by package."""
 
 SLACK_FREE = ("slack_bolt", "slack_sdk", "aiohttp", "boto3", "botocore")
+KIT = REPO / "bot" / "testing"
+"""The graph authors' test kit (``bot.testing``): it drives the bot from Slack's side, on the
+demo's stack and the local Slack, so it is no part of the served bot and its arrows are its own."""
 
 
 def _imports(package: str) -> dict[str, set[str]]:
-    """Top-level module names imported anywhere in ``package``, mapped to the files that do."""
+    """Top-level module names imported anywhere in ``package`` (the kit aside), mapped to the files that do."""
     found: dict[str, set[str]] = {}
     for path in sorted((REPO / package).rglob("*.py")):
+        if path.is_relative_to(KIT):
+            continue
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -53,6 +58,17 @@ def test_packages_import_each_other_only_as_drawn() -> None:
 def test_only_the_console_script_reaches_into_the_demo() -> None:
     """``bot`` → ``demo`` closes a loop (``demo`` drives ``bot``): one entry point, no more."""
     assert _imports("bot")["demo"] == {"bot/cli.py"}
+
+
+def test_the_test_kit_imports_localslack_and_the_demo_only_when_a_rehearsal_starts() -> None:
+    """Where the kit is installed without them (a Lambda package), ``import bot.testing`` still works."""
+    for path in sorted(KIT.rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in tree.body:  # module level; TYPE_CHECKING blocks and functions are not run at import
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            eager = {n.split(".")[0] for n in names} & {"localslack", "demo"}
+            assert not eager, f"{path.relative_to(REPO)} imports {eager} at module level"
 
 
 def test_the_readme_lists_the_same_arrows() -> None:
