@@ -20,7 +20,6 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from graph_defs.examples._approval import read_answer
 from strands.agent.agent_result import AgentResult
 from strands.hooks import BeforeNodeCallEvent, HookProvider, HookRegistry
 from strands.multiagent.graph import Graph, GraphBuilder
@@ -28,6 +27,7 @@ from strands.telemetry.metrics import EventLoopMetrics
 
 from bench.graphs import WORDS as _WORDS
 from graph_defs import graph_def
+from graph_defs.examples._approval import read_answer
 
 GRAPH = "peers-cycle"
 INTERRUPT_NAME = "approve_plan"
