@@ -7,8 +7,10 @@ import logging
 
 from bot.ack_first import AckFirst
 from bot.cli_errors import explain
+from bot.health import store_reason
 from bot.handoff import InProcessHandoff
 from bot.services import Services
+from engine.store import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +31,9 @@ async def sweep_forever(services: Services, *, every: float, ack_first: AckFirst
     """A sweep every ``every`` seconds; each round starts once no request is being acked (``bot.ack_first``).
 
     A failing round is logged once per kind of failure, not once a minute: one line when
-    ``bot.cli_errors`` knows the cause (a table deleted, credentials expired), a traceback
-    the first time when it does not (a bug), and one line when sweeping works again.
+    the cause is known (``bot.cli_errors``: a table deleted, credentials expired; or the
+    store's own ``StoreError``), a traceback the first time when it is not (a bug), and
+    one line when sweeping works again.
     """
     failing: str | None = None
     while True:
@@ -53,11 +56,11 @@ async def sweep_forever(services: Services, *, every: float, ack_first: AckFirst
 
 def _log_failure(error: Exception, *, previous: str | None, every: float) -> str:
     """Log ``error`` unless it is the same kind as the round before; returns its kind."""
-    explained = explain(error)
-    kind = explained.line if explained is not None else f"{type(error).__module__}.{type(error).__qualname__}"
+    known = explain(error) is not None or isinstance(error, StoreError)
+    kind = store_reason(error) if known else f"{type(error).__module__}.{type(error).__qualname__}"
     if kind == previous:
         logger.debug("sweep failed again: %s", kind)
-    elif explained is not None:
+    elif known:
         logger.error("sweep failed: %s (retrying every %gs; logged again only if the cause changes)", kind, every)
     else:
         logger.exception("sweep failed (retrying every %gs; logged again only if the cause changes)", every)
