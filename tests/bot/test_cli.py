@@ -57,10 +57,16 @@ def _env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     return {**keep, "HOME": str(home), "AWS_EC2_METADATA_DISABLED": "true", "PYTHONPATH": str(REPO), **extra}
 
 
-def _run(args: Sequence[str], env: Mapping[str, str], *, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SCRIPT), *args], env=_env(home, env), cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+def _run(
+    args: Sequence[str], env: Mapping[str, str], *, home: Path, cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The command's outcome; one that does not end (it started instead of refusing) fails its own case only."""
+    command = [str(SCRIPT), *args]
+    try:
+        return subprocess.run(command, env=_env(home, env), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as stuck:
+        err = stuck.stderr.decode(errors="replace") if isinstance(stuck.stderr, bytes) else stuck.stderr or ""
+        return subprocess.CompletedProcess(command, -9, "", f"still running after {timeout}s\n{err}")
 
 
 def _closed_port() -> int:
