@@ -41,6 +41,9 @@ DEFAULT_BEDROCK_MODEL_ID = "global.anthropic.claude-sonnet-4-6"
 
 MODEL_CHOICES = ("bedrock", "offline")
 
+_STRANDS_DEFAULT_NAME = "Strands Agents"
+"""What Strands names an ``Agent()`` given no name: naming the node says more."""
+
 
 class OfflineModelError(GraphDefinitionError):
     """``GRAPH_MODEL=offline``, and an agent of the graph has a model that would go online."""
@@ -73,7 +76,8 @@ def check_offline(graph: Graph) -> None:
         if isinstance(model, ScriptedModel):
             continue
         name = str(getattr(agent, "name", "") or "")
-        who = f"agent {name!r} (node {path!r})" if name and name != path else f"agent {path!r}"
+        named = name and name not in (path, _STRANDS_DEFAULT_NAME)
+        who = f"agent {name!r} (node {path!r})" if named else f"agent {path!r}"
         raise OfflineModelError(
             f"GRAPH_MODEL=offline, but {who} has a {type(model).__name__}, which would call its provider: "
             "give it model=pick_model(offline=ScriptedModel([...])) (from graph_defs.models and graph_defs.scripted)"
