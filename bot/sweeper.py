@@ -7,8 +7,8 @@ import logging
 
 from bot.ack_first import AckFirst
 from bot.cli_errors import explain
-from bot.health import store_reason
 from bot.handoff import InProcessHandoff
+from bot.health import store_reason
 from bot.services import Services
 from engine.store import StoreError
 
