@@ -123,6 +123,10 @@ def _run(args: argparse.Namespace) -> int:
     from bot.settings import load_settings
 
     settings = load_settings()
+    if args.command in ("serve", "socket"):
+        from bot.preflight import check_tokens
+
+        check_tokens(settings, socket=args.command == "socket")
     if args.command == "serve":
         from bot.server import serve
 
@@ -141,10 +145,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _sweep(services: Services) -> list[Run]:
-    """One sweep; the store is asked first (region, credentials, table), before Strands is
-    imported, and the graph modules are imported before any run is resumed, so that a bad
-    ``GRAPH_MODULES`` fails the command once instead of each run it finds."""
-    await services.engine.due(limit=1)
+    """One sweep; the store is asked first (region, credentials, table, bucket: the same
+    ``bot.preflight`` check as ``serve``), before Strands is imported, and the graph modules
+    are imported before any run is resumed, so that a bad ``GRAPH_MODULES`` fails the
+    command once instead of each run it finds."""
+    from bot.preflight import check_store
+
+    await check_store(services)
     await asyncio.to_thread(services.graphs.load)
     return await services.engine.sweep()
 

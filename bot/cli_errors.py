@@ -40,6 +40,13 @@ _AUTH_CODES: Final = frozenset(
     }
 )
 _DENIED_CODES: Final = frozenset({"AccessDeniedException", "AccessDenied"})
+_HEAD_BUCKET: Final = {
+    "404": "does not exist; create it with `approval-bot create-table`, or fix SNAPSHOT_BUCKET",
+    "NoSuchBucket": "does not exist; create it with `approval-bot create-table`, or fix SNAPSHOT_BUCKET",
+    "403": "cannot be read (403): the credentials need s3:ListBucket on it, or it is another account's; "
+    "fix SNAPSHOT_BUCKET or the permissions",
+    "301": "is in another region than AWS_REGION; set AWS_REGION to the bucket's region, or fix SNAPSHOT_BUCKET",
+}
 
 
 @dataclass(frozen=True)
@@ -231,6 +238,9 @@ def _client_error(error: BaseException) -> Explained:
             f"DYNAMODB_TABLE={table!r} does not exist in {region}; create it with `approval-bot create-table`, "
             "or fix DYNAMODB_TABLE or AWS_REGION"
         )
+    if operation == "HeadBucket" and code in _HEAD_BUCKET:  # HeadBucket's errors carry only the HTTP status
+        bucket = os.environ.get("SNAPSHOT_BUCKET", "")
+        return Explained(f"SNAPSHOT_BUCKET={bucket!r} {_HEAD_BUCKET[code]}")
     if code in ("NoSuchBucket", "InvalidBucketName", "BucketAlreadyExists"):
         bucket = os.environ.get("SNAPSHOT_BUCKET", "")
         return Explained(f"SNAPSHOT_BUCKET={bucket!r}: {message or code} ({code}); choose another bucket name")

@@ -17,6 +17,8 @@ from aiohttp import web
 from bot.app import build_edge
 from bot.edge import MAX_BODY_BYTES
 from bot.handoff import InProcessHandoff
+from bot.health import HealthCheck
+from bot.preflight import check_store
 from bot.services import Services, build_services
 from bot.settings import Settings
 from bot.slack_access import ConfigError
@@ -45,8 +47,12 @@ def build_web_app(
         reply = await edge.http(body=await request.read(), headers=request.headers)
         return web.Response(status=reply.status, body=reply.body.encode(), headers=reply.headers)
 
+    checker = HealthCheck(services=services)
+
     async def health(_: web.Request) -> web.Response:
-        return web.json_response({"ok": True, "graphs_loaded": services.graphs.loaded})
+        """200 when the graphs are loaded and the store answers, else 503 with a one-line reason."""
+        found = await checker.check()
+        return web.json_response(found.body(graphs_loaded=services.graphs.loaded), status=200 if found.ok else 503)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await asyncio.to_thread(services.graphs.load)
@@ -74,15 +80,16 @@ async def stop_sweeping(app: web.Application) -> None:
 async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: float = 60.0) -> None:
     """Serve until SIGINT or SIGTERM, then drain.
 
-    Everything that can be misconfigured fails before the port opens: the store is built
-    (a bad region or SQLite path), the graph modules are imported (``GraphModuleError``),
+    Everything that can be misconfigured fails before the port opens: the store is asked
+    once (``bot.preflight``: credentials, region, table, bucket, SQLite path), the graph
+    modules are imported (``GraphModuleError``),
     and a port that cannot be bound is a ``ConfigError`` naming it.
 
     The "listening on" line is logged once, through logging like every other line (no
     ``print`` beside it): at ``LOG_LEVEL=WARNING`` or above it is not shown.
     """
     services = build_services(settings)
-    services.store  # noqa: B018  # built now: a bad store setting stops start-up, not the first request
+    await check_store(services)  # no credentials, no table: one line and exit 2, not a 200 /healthz
     web_app = build_web_app(services=services, sweep_seconds=sweep_seconds)
     runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()

@@ -21,6 +21,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from bot.app import build_edge
 from bot.edge import SlackEdge
 from bot.handoff import InProcessHandoff
+from bot.preflight import check_store
 from bot.server import DRAIN_SECONDS
 from bot.services import build_services
 from bot.settings import Settings
@@ -54,7 +55,7 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
             "connections:write)"
         )
     services = build_services(settings)
-    services.store  # noqa: B018  # built now: a bad store setting stops start-up, not the first event
+    await check_store(services)  # no credentials, no table: one line and exit 2 before connecting
     handoff = InProcessHandoff(services=services)
     edge = build_edge(services, handoff=handoff, ack_first=handoff.ack_first)
     await asyncio.to_thread(services.graphs.load)

@@ -10,6 +10,10 @@ The approval policy goes with the definition: ``@graph_def("payout", approvers=[
 quorum=2, asks={"send_payment": AskPolicy(expires_after=3600)})``; ``idempotent=["lookup"]``
 names tools or asks whose approved call may run twice harmlessly (see ``graph_def``).
 
+In a hook or tool that raises an interrupt, ``read_answer`` decodes the person's answer
+(``Answer``: ``decision`` approve/reject/reply, ``text``, ``user``), failing closed on
+anything it cannot read; the example graphs use it the same way.
+
 Importing this package must stay light: the Slack ack path imports it, and importing
 strands takes seconds. So only the registry (which imports strands lazily) is loaded
 here; the graph modules are imported by ``load_graph_modules`` when a graph is needed.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from graph_defs.answers import Answer, read_answer
 from graph_defs.registry import (
     AskPolicy,
     GraphDefinition,
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from graph_defs.review import review_after
 
 __all__ = [
+    "Answer",
     "AskPolicy",
     "GraphDefinition",
     "GraphDefinitionError",
@@ -47,6 +53,7 @@ __all__ = [
     "graph_def",
     "list_graphs",
     "load_graph_modules",
+    "read_answer",
     "review_after",
 ]
 

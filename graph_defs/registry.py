@@ -43,7 +43,7 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 _PACKAGE = "graph_defs"
 # The package's own machinery: not graph modules, so load_graph_modules skips them.
-_INFRASTRUCTURE_MODULES = frozenset({"registry", "scripted", "models", "review", "examples"})
+_INFRASTRUCTURE_MODULES = frozenset({"registry", "scripted", "models", "review", "answers", "examples"})
 _EXAMPLES = f"{_PACKAGE}.examples"
 
 GraphFactory = Callable[[], "Graph"]
@@ -265,7 +265,9 @@ def build_graph(name: str) -> Graph:
 
     Raises:
         UnknownGraph: nothing is registered under that name.
-        GraphDefinitionError: the factory returned something other than a strands ``Graph``.
+        GraphDefinitionError: the factory returned something other than a strands ``Graph``,
+            or (``graph_defs.models.OfflineModelError``) ``GRAPH_MODEL=offline`` and one of
+            its agents has a model that would call a provider.
     """
     from strands.multiagent.graph import Graph
 
@@ -276,4 +278,7 @@ def build_graph(name: str) -> Graph:
             f"graph definition {name!r} ({definition.module}.{_qualname(definition.factory)}) returned "
             f"{type(graph).__name__}, expected strands.multiagent.Graph (did you forget builder.build()?)"
         )
+    from graph_defs.models import check_offline
+
+    check_offline(graph)  # every graph, before any node runs: offline must mean no provider call
     return graph

@@ -116,7 +116,7 @@ class _Answer:
 
     @property
     def who(self) -> str:
-        return self.user or "someone"  # plain text: outputs never ping (see _approval.Answer.who)
+        return self.user or "someone"  # plain text: outputs never ping (see graph_defs.answers.Answer.who)
 
 
 def _read_answer(response: Any) -> _Answer:

@@ -26,8 +26,7 @@ from strands.multiagent.graph import Graph, GraphBuilder
 from strands.telemetry.metrics import EventLoopMetrics
 
 from bench.graphs import WORDS as _WORDS
-from graph_defs import graph_def
-from graph_defs.examples._approval import read_answer
+from graph_defs import graph_def, read_answer
 
 GRAPH = "peers-cycle"
 INTERRUPT_NAME = "approve_plan"

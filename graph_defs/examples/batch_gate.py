@@ -29,7 +29,7 @@ from strands.hooks import BeforeToolsEvent, HookProvider, HookRegistry
 from strands.multiagent.graph import Graph, GraphBuilder
 from strands.types.content import Messages
 
-from graph_defs.examples._approval import read_answer
+from graph_defs import read_answer
 from graph_defs.models import pick_model
 from graph_defs.registry import graph_def
 from graph_defs.scripted import ScriptedModel, Step, latest_tool_result_text, say, turn, upstream_output

@@ -25,7 +25,7 @@ from strands.multiagent.graph import Graph, GraphBuilder
 from strands.types.content import Messages
 from strands.types.tools import ToolContext
 
-from graph_defs.examples._approval import read_answer
+from graph_defs import read_answer
 from graph_defs.models import pick_model
 from graph_defs.registry import graph_def
 from graph_defs.scripted import (

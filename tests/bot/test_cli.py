@@ -31,9 +31,13 @@ from bot.settings import Settings
 from tests.support.threaded_http import ThreadedHttpServer
 
 SCRIPT = Path(sys.executable).parent / "approval-bot"
+REPO = Path(__file__).resolve().parents[2]
 TOKEN = "xoxb-not-to-be-shown-1234"
 SLACK = {"SLACK_BOT_TOKEN": TOKEN, "SLACK_SIGNING_SECRET": "signing-secret-not-to-be-shown"}
 KEYS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+APP = {"SLACK_APP_TOKEN": "xapp-1-A0-not-to-be-shown"}
+NO_AWS_FILES = {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+BAD = {"AWS_REGION": "eu west 1"}
 _OURS = re.compile(
     r"^(AWS_|SLACK_|DYNAMODB_|SNAPSHOT_|GRAPH_|APPROVAL_BOT_)|^(EXAMPLE_GRAPHS|BEDROCK_MODEL_ID|LOG_LEVEL|PORT|"
     r"LEASE_SECONDS|SQLITE_PATH|DELIVERY_GRACE_SECONDS|CANCEL_CHECK_SECONDS|DIRECTORY_TTL_SECONDS|PYTHONPATH)$"
@@ -49,13 +53,20 @@ MODULES = {
 
 def _env(home: Path, extra: Mapping[str, str]) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if not _OURS.match(k)}
-    return {**keep, "HOME": str(home), "AWS_EC2_METADATA_DISABLED": "true", **extra}
+    # PYTHONPATH: this checkout's packages, not whichever one the editable install points at.
+    return {**keep, "HOME": str(home), "AWS_EC2_METADATA_DISABLED": "true", "PYTHONPATH": str(REPO), **extra}
 
 
-def _run(args: Sequence[str], env: Mapping[str, str], *, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(SCRIPT), *args], env=_env(home, env), cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+def _run(
+    args: Sequence[str], env: Mapping[str, str], *, home: Path, cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The command's outcome; one that does not end (it started instead of refusing) fails its own case only."""
+    command = [str(SCRIPT), *args]
+    try:
+        return subprocess.run(command, env=_env(home, env), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as stuck:
+        err = stuck.stderr.decode(errors="replace") if isinstance(stuck.stderr, bytes) else stuck.stderr or ""
+        return subprocess.CompletedProcess(command, -9, "", f"still running after {timeout}s\n{err}")
 
 
 def _closed_port() -> int:
@@ -183,6 +194,79 @@ def _cases(refusing: str, closed: str) -> list[Case]:
             for code in ("UnrecognizedClientException", "InvalidSignatureException")
         ],
         Case("sweep-table-without-region", ("sweep",), ("AWS_REGION",), {**SLACK, **table, **KEYS}),
+        # serve and socket ask the store before they start (bot.preflight), in the same words as sweep
+        *[
+            Case(
+                f"{command}-no-credentials",
+                (command,),
+                ("no AWS credentials", "AWS_PROFILE", "AWS_ACCESS_KEY_ID"),
+                {**SLACK, **APP, **table, **region, **NO_AWS_FILES},
+            )
+            for command in ("serve", "socket", "sweep")
+        ],
+        Case(
+            "serve-refused-credentials",
+            ("serve",),
+            ("UnrecognizedClientException", "AWS_ACCESS_KEY_ID"),
+            {
+                **SLACK,
+                **table,
+                **region,
+                **KEYS,
+                "AWS_ACCESS_KEY_ID": "UnrecognizedClientException",
+                "AWS_ENDPOINT_URL_DYNAMODB": refusing,
+            },
+        ),
+        Case("serve-region-not-a-name", ("serve",), ("AWS_REGION='eu west 1'",), {**SLACK, **table, **KEYS, **BAD}),
+        Case(
+            "socket-region-not-a-name",
+            ("socket",),
+            ("AWS_REGION='eu west 1'",),
+            {**SLACK, **APP, **table, **KEYS, **BAD},
+        ),
+        Case(
+            "serve-region-mistyped",
+            ("serve",),
+            ("could not connect", "AWS_REGION (eu-wset-1)", "eu-west-1"),
+            {**SLACK, **table, **KEYS, "AWS_REGION": "eu-wset-1"},
+        ),
+        Case(
+            "serve-endpoint-unreachable",
+            ("serve",),
+            ("AWS_ENDPOINT_URL_DYNAMODB", closed),
+            {**SLACK, **table, **region, **KEYS, "AWS_ENDPOINT_URL_DYNAMODB": closed},
+        ),
+        # token shapes, checked before anything else (no network)
+        Case(
+            "serve-app-token-as-bot-token",
+            ("serve",),
+            ("SLACK_BOT_TOKEN is an app-level token", "xoxb-", "belongs in SLACK_APP_TOKEN"),
+            {**SLACK, "SLACK_BOT_TOKEN": "xapp-1-" + TOKEN},
+        ),
+        Case(
+            "serve-user-token",
+            ("serve",),
+            ("SLACK_BOT_TOKEN is a user token", "xoxb-"),
+            {**SLACK, "SLACK_BOT_TOKEN": "xoxp-" + TOKEN},
+        ),
+        Case(
+            "serve-not-a-token",
+            ("serve",),
+            ("SLACK_BOT_TOKEN does not look like", "xoxb-"),
+            {**SLACK, "SLACK_BOT_TOKEN": "token-" + TOKEN},
+        ),
+        Case(
+            "serve-token-with-line-break",
+            ("serve",),
+            ("SLACK_BOT_TOKEN has a space or line break",),
+            {**SLACK, "SLACK_BOT_TOKEN": TOKEN + "\n"},
+        ),
+        Case(
+            "socket-bot-token-as-app-token",
+            ("socket",),
+            ("SLACK_APP_TOKEN is a bot token", "xapp-", "belongs in SLACK_BOT_TOKEN"),
+            {**SLACK, "SLACK_APP_TOKEN": TOKEN},
+        ),
         Case("sweep-sqlite-path", ("sweep",), ("SQLITE_PATH",), {**SLACK, "SQLITE_PATH": "refunds.py/runs.sqlite3"}),
         Case(
             "graph-module-not-found",

@@ -143,7 +143,7 @@ def test_load_graph_modules_imports_package_modules_and_extra(temp_package: tupl
         "graph_defs.registry",
         "graph_defs.scripted",
         "graph_defs.models",
-        "graph_defs.examples._approval",
+        "graph_defs.answers",
     } & set(loaded)
     assert get_graph("from-temp").module == f"{name}.graphs"
     assert {"deploy", "release-check", "cleanup", "from-temp"} <= {d.name for d in list_graphs()}
@@ -195,7 +195,7 @@ def test_the_examples_load_only_when_asked_for() -> None:
     assert not [m for m in without if m.startswith("graph_defs.examples")]
     examples = {m for m in with_examples if m.startswith("graph_defs.examples.")}
     assert {"graph_defs.examples.deploy", "graph_defs.examples.incident", "graph_defs.examples.nested"} <= examples
-    assert "graph_defs.examples._approval" not in examples
+    assert "graph_defs.answers" not in without
 
 
 def test_a_fresh_process_without_examples_registers_none_and_imports_none() -> None:

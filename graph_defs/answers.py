@@ -1,4 +1,12 @@
-"""Reading a person's answer to an interrupt, shared by the example graphs.
+"""Reading a person's answer to an interrupt: for your graph code, as for the examples.
+
+``from graph_defs import read_answer`` in a hook or a tool that raises an interrupt
+(``event.interrupt(...)``): the value it returns once the person decided is what
+``read_answer`` decodes::
+
+    answer = read_answer(event.interrupt("deploy-approval", reason={...}))
+    if answer.decision != "approve":
+        event.cancel_tool = f"rejected by {answer.who}: {answer.reason}"
 
 The bot answers every interrupt with ``{"decision": "approve" | "reject" | "reply",
 "text": str | None, "user": "<Slack user id>"}``. Graph code should still not crash on
@@ -10,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Literal
+
+__all__ = ["Answer", "Decision", "read_answer"]
 
 Decision = Literal["approve", "reject", "reply"]
 
