@@ -75,7 +75,8 @@ def test_the_package_holds_the_bot_and_the_graphs_and_nothing_else(package: Path
     names = {p.name for p in package.iterdir()}
     assert not [n for n in LEFT_OUT if n in names], f"left in the package: {sorted(set(LEFT_OUT) & names)}"
     assert not [n for n in NEEDED if n not in names], f"missing from the package: {sorted(set(NEEDED) - names)}"
-    assert not (package / "bot" / "scaffold").exists() and not list(package.rglob("__pycache__"))
+    assert not [p for p in ("bot/scaffold", "bot/testing") if (package / p).exists()], "a developer's tools"
+    assert not list(package.rglob("__pycache__"))
     assert not [n for n in names if re.match(r"(boto3|botocore|cryptography)-.*\.dist-info$", n)]
     assert size_mb(package) <= SIZE_LIMIT_MB, f"{size_mb(package):.1f} MB > {SIZE_LIMIT_MB} MB"
 
