@@ -1,4 +1,4 @@
-"""The ``approval-bot`` console script: serve, socket, create-table, sweep, demo.
+"""The ``approval-bot`` console script: serve, socket, create-table, sweep, demo, init.
 
 A bad setting or argument ends the command with exactly one line on stderr (naming the
 setting, what is wrong and what to set) and exit status 2: argparse's errors through
@@ -70,7 +70,7 @@ def _sweep_seconds(text: str) -> float:
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="approval-bot", description="Slack approvals for Strands graphs.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,socket,create-table,sweep,demo}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,socket,create-table,sweep,demo,init}")
 
     def command(name: str, summary: str) -> argparse.ArgumentParser:
         return sub.add_parser(
@@ -92,6 +92,14 @@ def _parser() -> argparse.ArgumentParser:
     command("sweep", "resume stuck runs once and exit (for cron or a schedule)")
     demo = command("demo", "offline demo: no Slack workspace, no AWS account")
     demo.add_argument("--script", action="store_true", help="run a scripted walk-through instead of a prompt")
+    init_summary = "write a deployable project of your own graphs into a new or empty folder"
+    init = sub.add_parser("init", help=init_summary, description=init_summary)
+    init.add_argument("dir", help="the project's folder (made if missing)")
+    init.add_argument(
+        "--bot-source",
+        metavar="SPEC",
+        help="the bot in requirements.txt: a path or a pip requirement (default: where this bot was installed from)",
+    )
     return parser
 
 
@@ -115,6 +123,10 @@ def _run(args: argparse.Namespace) -> int:
     set_level(os.environ.get("LOG_LEVEL"), default="WARNING" if args.command == "demo" else "INFO")
     if args.command == "create-table":
         return _create_table()
+    if args.command == "init":
+        from bot.scaffold.cli import run_init
+
+        return run_init(args.dir, bot_source=args.bot_source)
     _cwd_on_path()
     if args.command == "demo":
         from demo.session import run_demo
