@@ -52,7 +52,7 @@ def init_project(target: Path, *, bot_source: str | None = None) -> Written:
     """
     _check_target(target)
     requirement = requirement_from_spec(bot_source) if bot_source is not None else installed_requirement()
-    python = (sys.version_info.major, sys.version_info.minor)
+    python = lambda_python(sys.version_info[:2])
     files: dict[str, str] = {}
     for relative, source in _project_files(resources.files(__package__) / "project", ""):
         text = source.read_text(encoding="utf-8")
@@ -64,6 +64,18 @@ def init_project(target: Path, *, bot_source: str | None = None) -> Written:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return Written(root=target, files=tuple(sorted(files)), requirement=requirement)
+
+
+OLDEST_LAMBDA_PYTHON: Final = (3, 12)
+"""The oldest Lambda Python a new project gets: AWS ends python3.11's support in 2026."""
+
+
+def lambda_python(running: tuple[int, ...]) -> tuple[int, int]:
+    """Lambda's Python for a new project: the one running init, or 3.12 if that is older.
+
+    The running one, so the team's tests and Lambda agree; never one AWS is retiring.
+    """
+    return max((running[0], running[1]), OLDEST_LAMBDA_PYTHON)
 
 
 def _check_target(target: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from bot.scaffold import init_project
@@ -14,11 +13,6 @@ def run_init(directory: str, *, bot_source: str | None) -> int:
     print(f"Wrote a project to {written.root}/ (the bot: {written.requirement}):")
     for name in written.files:
         print(f"  {name}")
-    if sys.version_info[:2] < (3, 12):
-        print(
-            "Note: template.yaml says Runtime: python3.11, the Python that ran init; AWS deprecates Lambda's "
-            "python3.11 on 2026-06-30: run init with Python 3.12 or later, or set Runtime to python3.12"
-        )
     print(
         f"Next: cd {written.root} && python3 -m venv .venv && .venv/bin/pip install -r requirements.txt pytest "
         "&& .venv/bin/python -m pytest\nthen: sam build && sam deploy --guided (README.md says more)"

@@ -97,8 +97,10 @@ def derive(repository_template: str) -> str:
 
 
 def render(shipped: str, *, python: tuple[int, int]) -> str:
-    """The shipped template with Lambda's runtime set to ``python`` (the Python running init,
-    which ``sam build`` must find on PATH)."""
+    """The shipped template with Lambda's runtime set to ``python``.
+
+    The project's Makefile installs wheels for that version with ``pip --python-version``,
+    so ``sam build`` does not need that interpreter on PATH."""
     major, minor = python
     return shipped.replace(REPOSITORY_RUNTIME, f"      Runtime: python{major}.{minor}\n")
 

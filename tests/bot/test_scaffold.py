@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from bot.cli import main
-from bot.scaffold import init_project
+from bot.scaffold import init_project, lambda_python
 from bot.scaffold.source import (
     DISTRIBUTION,
     BotSourceError,
@@ -42,7 +42,7 @@ FILES = {
     "tests/__init__.py",
     "tests/test_refunds.py",
 }
-RUNTIME = f"python{sys.version_info.major}.{sys.version_info.minor}"
+RUNTIME = "python{}.{}".format(*lambda_python(sys.version_info[:2]))
 
 
 class _CfnLoader(yaml.SafeLoader):
@@ -73,9 +73,16 @@ def test_init_writes_a_project_that_pins_the_bot_and_names_its_graphs(project: P
     template = _template(project / "template.yaml")
     function = template["Resources"]["ApprovalBotFunction"]  # type: ignore[index]
     assert function["Metadata"] == {"BuildMethod": "makefile"}
-    assert function["Properties"]["Runtime"] == RUNTIME, "the Python that ran init, which sam build needs"
+    assert function["Properties"]["Runtime"] == RUNTIME, "the Python that ran init, never one AWS retires"
     assert template["Parameters"]["GraphModules"]["Default"] == EXAMPLE_MODULE  # type: ignore[index]
     assert "build-ApprovalBotFunction:" in (project / "Makefile").read_text()
+
+
+@pytest.mark.parametrize(("running", "lambda_version"), [((3, 11, 7), (3, 12)), ((3, 12, 1), (3, 12)), ((3, 13, 0), (3, 13))])
+def test_a_project_gets_the_python_running_init_but_never_one_aws_retires(
+    running: tuple[int, int, int], lambda_version: tuple[int, int]
+) -> None:
+    assert lambda_python(running) == lambda_version
 
 
 def test_the_example_graph_registers_and_builds_offline(project: Path) -> None:
