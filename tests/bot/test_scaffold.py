@@ -78,7 +78,9 @@ def test_init_writes_a_project_that_pins_the_bot_and_names_its_graphs(project: P
     assert "build-ApprovalBotFunction:" in (project / "Makefile").read_text()
 
 
-@pytest.mark.parametrize(("running", "lambda_version"), [((3, 11, 7), (3, 12)), ((3, 12, 1), (3, 12)), ((3, 13, 0), (3, 13))])
+@pytest.mark.parametrize(
+    ("running", "lambda_version"), [((3, 11, 7), (3, 12)), ((3, 12, 1), (3, 12)), ((3, 13, 0), (3, 13))]
+)
 def test_a_project_gets_the_python_running_init_but_never_one_aws_retires(
     running: tuple[int, int, int], lambda_version: tuple[int, int]
 ) -> None:
