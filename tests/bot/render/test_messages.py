@@ -1,19 +1,15 @@
-"""Run messages and command replies: huge outputs, escaping and usage text."""
+"""Run messages and command replies: huge outputs and escaping (help and mistakes: test_usage.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from bot.render import (
     graph_list,
-    help_text,
     run_cancelled,
     run_completed,
     run_failed,
     run_started,
-    usage_error,
 )
 from bot.render.messages import run_rejected, split_output
 from engine.records import Ask, AskStatus, Decision, Run, RunStatus, Verdict
@@ -129,26 +125,6 @@ def test_run_cancelled() -> None:
     message = run_cancelled(run=make_run(status=RunStatus.CANCELLED, graph="<!channel>"))
     assert_within_limits(message)
     assert "was cancelled" in all_text(message)
-
-
-@pytest.mark.parametrize("command", ["/graph", "/deploy-bot"])
-def test_help_text_lists_every_command(command: str) -> None:
-    text = help_text(command=command)
-    assert_harmless(text)
-    for line in (
-        f"`{command} run &lt;graph&gt; &lt;task text&gt;`",
-        f"`{command} list`",
-        f"`{command} help`",
-    ):
-        assert line in text
-
-
-def test_usage_error_states_the_problem_then_usage() -> None:
-    text = usage_error(command="/graph", problem="unknown graph <!channel>")
-    assert_harmless(text)
-    assert text.startswith(":warning: unknown graph &lt;!channel&gt;\n")
-    assert "`/graph run &lt;graph&gt; &lt;task text&gt;`" in text
-    assert len(usage_error(command="/graph", problem="p" * 10_000)) <= 3000
 
 
 def test_graph_list() -> None:
