@@ -51,6 +51,9 @@ _TASK_LIMIT = 1500
 _REPLY_LIMIT = 3000
 _REJECTIONS_LIMIT = 1500  # who rejected what and why, before the output
 _MAX_REJECTIONS = 5
+NODE_NOT_RUN = "stopped: rejected, node not run"
+# How each ending's message begins (its fallback text): the mark, then the graph's name.
+_ENDING_MARKS = {":white_check_mark:": "finished", ":x:": "failed", ":no_entry_sign:": "cancelled"}
 
 
 def run_started(*, run: Run) -> Rendered:
@@ -124,7 +127,7 @@ def run_rejected(*, run: Run) -> Rendered:
     Who said no and why come from the run's answers; what the gate itself said (its
     ``cancel_node`` message, graph text that may mention people) follows as a quote.
     """
-    head = f":no_entry: *{short(run.graph)}* stopped: rejected, node not run"
+    head = f":no_entry: *{short(run.graph)}* {NODE_NOT_RUN}"
     denied = rejections(run)
     lines = [head]
     if denied:
@@ -146,6 +149,17 @@ def run_cancelled(*, run: Run) -> Rendered:
     ran = f"Before it stopped: {short(what_ran(run), 600)}."
     body = SectionBlock(text=MarkdownTextObject(text=f"{head}\n{ran}"))
     return build(text=head, blocks=[body, _run_context(run)])
+
+
+def ending_of(text: str) -> str:
+    """How a run ended, read back from its final message's fallback ``text``: ``finished``
+    (also after a rejection the graph carried on from), ``failed``, ``cancelled`` or
+    ``stopped`` (a node gate's no); ``""`` for any other text. The offline demo counts
+    runs by it; a test holds it to the functions above."""
+    mark, _, rest = text.partition(" ")
+    if mark == ":no_entry:":
+        return "stopped" if f"* {NODE_NOT_RUN}" in rest else "finished"
+    return _ENDING_MARKS.get(mark, "")
 
 
 _NOTICE_LIMIT = 2000
