@@ -175,21 +175,31 @@ class DemoSession:
         message = self.numbers.shown(self.slack.message(channel, ts) or {})
         self._track(message)
         label = f"{self._run_label(message) or 'run'} status"
+        ended = self._run_of(message) in self.ended  # its end is shown already: lines, no box
         if not self.status.knows(channel, ts):
             self.status.first(channel, ts, message)
-            if self.status.under_way(message) or _run_id(message) in self.ended:
-                self._show(message, label)
-            else:
+            if not self.status.under_way(message):
                 self._held.add((channel, ts))
+            elif ended:
+                self.console.note(f"{label}: {'; '.join(self.status.lines(message))}")
+            else:
+                self._show(message, label)
             return
         changes = self.status.changes(channel, ts, message)
-        if (channel, ts) in self._held and changes:
+        if (channel, ts) in self._held:
+            if not changes or not self.status.under_way(message):
+                return
             self._held.discard((channel, ts))
-            if _run_id(message) not in self.ended:
+            if not ended:
                 self._show(message, label)
                 return
-        if changes and (channel, ts) not in self._held:
+        if changes:
             self.console.note(f"{label}: {'; '.join(changes)}")
+
+    def _run_of(self, message: Mapping[str, Any]) -> str:
+        """The run a message belongs to: its metadata's, or its thread's (a stream has no metadata yet)."""
+        number = self.numbers.run_of(message)
+        return _run_id(message) or (self.numbers.run_ids[number - 1] if number else "")
 
     def _run_label(self, message: Mapping[str, Any]) -> str | None:
         """``run N`` for a run's announcement and the replies in its thread."""

@@ -61,6 +61,10 @@ class StatusBoard:
     def knows(self, channel: str, ts: str) -> bool:
         return (channel, ts) in self._shown
 
+    def lines(self, message: Mapping[str, Any]) -> list[str]:
+        """What the message says, one string per line (no footer, no link targets)."""
+        return shown_lines(message, user_name=self.user_name)
+
     def under_way(self, message: Mapping[str, Any]) -> bool:
         """Whether the message shows a node that has started (running, waiting, done, failed…)."""
         for line in shown_lines(message, user_name=self.user_name):

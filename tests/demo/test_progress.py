@@ -203,6 +203,19 @@ async def test_a_run_that_fails_before_any_node_starts_shows_no_box_of_nodes_abo
     assert c.session.finished() == 0
 
 
+async def test_a_status_message_first_seen_after_the_runs_end_is_one_line(no_streaming: Channel) -> None:
+    c = no_streaming
+    thread = await _announce(c)
+    failed = ":x: *plain* failed at node `writer`: boom"
+    await c.client.chat_postMessage(channel=CHANNEL, thread_ts=thread, text=failed, metadata=_meta(ports.FINAL))
+    c.said()
+    blocks = _status("Failed", [":x: *writer* · failed · 0.0 s"], 0.0)
+    await c.client.chat_postMessage(
+        channel=CHANNEL, thread_ts=thread, text="Failed", blocks=blocks, metadata=_meta(PROGRESS)
+    )
+    assert c.notes() == ["run 1 status: Failed · 2 nodes; ❌ writer · failed · 0.0 s"]
+
+
 async def test_a_held_status_message_is_shown_whole_once_a_node_starts(channel: Channel) -> None:
     c = channel
     thread = await _announce(c)
