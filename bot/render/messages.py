@@ -157,8 +157,8 @@ def ending_of(text: str) -> str:
     ``stopped`` (a node gate's no); ``""`` for any other text. The offline demo counts
     runs by it; a test holds it to the functions above."""
     mark, _, rest = text.partition(" ")
-    if mark == ":no_entry:":
-        return "stopped" if f"* {NODE_NOT_RUN}" in rest else "finished"
+    if mark == ":no_entry:":  # then "*<graph>* " (a graph's name has no "*" nor space) and what happened
+        return "stopped" if rest.partition("* ")[2].startswith(NODE_NOT_RUN) else "finished"
     return _ENDING_MARKS.get(mark, "")
 
 

@@ -11,7 +11,7 @@ from bot.render import (
     run_failed,
     run_started,
 )
-from bot.render.messages import run_rejected, split_output
+from bot.render.messages import ending_of, run_rejected, split_output
 from engine.records import Ask, AskStatus, Decision, Run, RunStatus, Verdict
 from tests.bot.render import all_text, assert_harmless, assert_within_limits
 
@@ -246,3 +246,19 @@ def test_every_ending_survives_hostile_rejections() -> None:
         message = render(run=run)
         assert_within_limits(message)
         assert "…and 35 more rejections" in all_text(message)
+
+
+def test_how_a_run_ended_is_read_back_from_each_endings_own_message() -> None:
+    """``ending_of`` (the offline demo's summary counts by it) against every ending's real text."""
+    rejected = answered("a1", verdict=Verdict.REJECT, user="U0BOB", at=10.0, text="no", **HITL_ASK)
+    for graph in ("deploy", "stopped", "finished-after"):  # a graph's name cannot pass for an ending
+        cases = [
+            (run_completed(run=make_run(graph=graph, output="ok")), "finished"),
+            (run_completed(run=make_run(graph=graph, asks={"a1": rejected}, output="kept")), "finished"),
+            (run_failed(run=make_run(graph=graph, status=RunStatus.FAILED, error="node x: Boom: no")), "failed"),
+            (run_rejected(run=make_run(graph=graph, status=RunStatus.REJECTED, error="gate said no")), "stopped"),
+            (run_cancelled(run=make_run(graph=graph, status=RunStatus.CANCELLED, cancelled_by="U0BOB")), "cancelled"),
+        ]
+        for message, ending in cases:
+            assert ending_of(message.text) == ending, message.text
+    assert ending_of("planner finished") == "" and ending_of("") == ""
