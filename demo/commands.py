@@ -78,6 +78,7 @@ class DemoSession:
         self.updated = 0  # card updates seen
         self.notices = 0  # private messages seen (a command's answer, a refused click)
         self.sent = 0  # slash commands sent to the bot
+        self.clicks = 0  # buttons clicked on cards
         self.status = StatusBoard(user_name=self.name)
         self._held: set[tuple[str, str]] = set()  # status messages seen, not shown: no node started yet
         self.homes = HomeTabs(slack=slack, user=user, console=console, name=self.name, numbers=self.numbers)
@@ -320,6 +321,7 @@ class DemoSession:
         if not text_fits(self.console, verb, text, typed=f"{verb} {number}", noun="card"):
             return
         before = {v["id"] for v in self.slack.open_views(self.acting)}
+        self.clicks += 1
         response = await self.user.click(message=message, label=label, user_id=self.acting, channel_id=channel)
         if response.status != 200:
             self.console.note(f"the bot answered HTTP {response.status} to the click")

@@ -44,6 +44,7 @@ class HomeTabs:
         self.name = name
         self.numbers = numbers
         self.shown = 0  # Home tabs shown whole
+        self.clicks = 0  # buttons clicked in Home tabs
         self._asks: dict[str, list[str]] = {}  # user -> the asks of their tab as last shown
         self._counts: dict[str, int] = {}  # user -> the asks of their tab as last published
         self._publishes: dict[str, int] = {}  # user -> views.publish calls seen
@@ -130,6 +131,7 @@ class HomeTabs:
             return
         before = {v["id"] for v in self.slack.open_views(user)}
         self._wanted[user] = time.monotonic() + HOME_TIMEOUT  # the bot republishes it with the outcome
+        self.clicks += 1
         response = await self.user.click_home(user_id=user, label=label, value=value or None)
         if response.status != 200:
             self.console.note(f"the bot answered HTTP {response.status} to the click")

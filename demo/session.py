@@ -218,26 +218,40 @@ async def _step(session: DemoSession, line: str) -> None:
     from demo.commands import VERBS  # loaded with the bot by now (see the module's docstring)
 
     cards, updated, notices, homes = len(session.cards), session.updated, session.notices, session.homes.shown
-    sent = session.sent
+    sent, clicks = session.sent, session.clicks + session.homes.clicks
     known = set(session.started)
     await session.handle(line)
     verb = line.split()[0]
+
+    def not_clicked() -> bool:
+        return session.clicks + session.homes.clicks == clicks
+
     if line.startswith("/graph run"):
-        # A card, or this run's end: another run ending meanwhile is not what this step waits for.
+        # A card, or this run's end: another run ending meanwhile is not what this step waits for;
+        # or the bot's answer to a start that did not happen (no such graph, no task).
         await session.slack.wait_for(
-            lambda: len(session.cards) > cards or bool((session.started - known) & session.ended),
+            lambda: (
+                len(session.cards) > cards
+                or bool((session.started - known) & session.ended)
+                or session.notices > notices
+            ),
             timeout=60,
             what="a card or a result",
         )
     elif verb in VERBS:
-        # The card changes, or (a refused click, a vote short of the quorum) its clicker is told.
+        # The card changes, or (a refused click, a vote short of the quorum) its clicker is told;
+        # nothing, when the demo answered it itself (no such card or button: nothing clicked).
         await session.slack.wait_for(
-            lambda: session.updated > updated or session.notices > notices, timeout=60, what="a decision"
+            lambda: session.updated > updated or session.notices > notices or not_clicked(),
+            timeout=60,
+            what="a decision",
         )
     elif verb == "home" and line != "home":  # ("home" alone waits for the tab itself)
         # The bot publishes the Home tab again, with the outcome at its top or the ask gone.
         await session.slack.wait_for(
-            lambda: session.homes.shown > homes or session.notices > notices, timeout=60, what="the Home tab"
+            lambda: session.homes.shown > homes or session.notices > notices or not_clicked(),
+            timeout=60,
+            what="the Home tab",
         )
     elif verb == "as":
         return  # the demo's own business: the bot has nothing to say
