@@ -21,7 +21,7 @@ from bot.render.mrkdwn import escape, fit, short
 
 DEFAULT_COMMAND: Final = "/graph"
 REPLY_LIMIT: Final = 3000
-MAX_NAMES_IN_LINE: Final = 12  # graphs named in a line; with more, the line points at "/graph list"
+MAX_NAMES_IN_LINE: Final = 15  # graphs named in a line; with more, the line points at "/graph list"
 _TYPED_LIMIT: Final = 40  # characters of a typed word shown back
 _TASK_SHOWN: Final = 100  # characters of a task repeated in a suggestion
 CLOSE_ENOUGH: Final = 0.65  # "ls" is list (0.67); "<!channel>" is not cancel (0.62)
