@@ -17,6 +17,7 @@ from bot.render.audit import audit_trail, who_may
 from bot.render.home import pending_list
 from bot.render.listings import MAX_RUNS, run_list, run_status
 from bot.render.mrkdwn import Rendered, inline_code, mention, short
+from bot.render.usage import unknown_graph
 from bot.services import Services
 from bot.work import (
     CancelRun,
@@ -215,16 +216,8 @@ async def _start(work: StartRun, *, services: Services) -> None:
     except RunExists:
         logger.info("run %s: already started (a retried command); nothing more to do", work.run_id)
     except UnknownGraph as unknown:
-        known = ", ".join(f"`{n}`" for n, _ in services.graphs.describe())
-        if known:
-            problem = f"There is no graph called `{unknown.name[:40]}`. Known graphs: {known}."
-        else:
-            problem = (
-                f"There is no graph called `{unknown.name[:40]}`: no graphs are registered yet. Whoever runs "
-                "the bot can set `EXAMPLE_GRAPHS=true` for the example graphs, or `GRAPH_MODULES` to modules "
-                "with their own."
-            )
-        await _tell(work.response_url, messages.usage_error(command=command, problem=problem))
+        names = [name for name, _ in services.graphs.describe()]
+        await _tell(work.response_url, unknown_graph(name=unknown.name, task=work.task, graphs=names, command=command))
     except StartRefused as refused:
         graph = inline_code(refused.graph, 40)
         starters = who_may(refused.allowed)

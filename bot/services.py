@@ -147,6 +147,15 @@ class Services:
     def graphs(self) -> GraphCatalog:
         return GraphCatalog(extra_modules=self.settings.graph_modules, examples=self.settings.example_graphs)
 
+    def loaded_graphs(self) -> list[tuple[str, str]] | None:
+        """The graphs and their descriptions if their modules are loaded already, else None.
+
+        Never loads them, nor reads the settings: a slash command's ack may ask (to list
+        the graphs after a bare ``run``) and must stay light on a cold Lambda.
+        """
+        catalog = self.__dict__.get("graphs")  # only if ``graphs`` (a cached_property) was built
+        return catalog.describe() if isinstance(catalog, GraphCatalog) and catalog.loaded else None
+
     @cached_property
     def directory(self) -> SlackDirectory:
         from bot.directory import SlackDirectory

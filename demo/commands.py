@@ -3,13 +3,18 @@
 A person at the demo's prompt is a Slack user: a slash command becomes a signed request
 to the bot, ``approve 1`` clicks the button on card 1, ``reply 1 text`` clicks Reply and
 submits the modal the bot opens. ``home`` opens their App Home tab, and ``home approve
-1`` clicks on ask 1 there. Mistakes are answered in one line and never reach the bot
-when Slack itself would not have let them through (a button the card no longer has, a
-Reply without text); everything else does, and what the bot refuses is shown as the bot
-said it.
+3`` clicks on card 3's question there. Runs and cards have one number each, on screen
+and in commands (``demo.numbers``): ``/graph status 2`` is about run 2. Mistakes are
+answered in one line and never reach the bot when Slack itself would not have let them
+through (a button the card no longer has, a Reply without text); everything else does,
+and what the bot refuses is shown as the bot said it.
 
 A run's messages are labelled with its number (``run 1``); its status message is shown
-whole once and then one line per change (``demo.progress``).
+whole once and then one line per change (``demo.progress``), but not before it shows a
+node under way: a run that fails before its first node starts (a graph whose agent has no
+offline model) shows its failure, then one status line, never a box of nodes "not
+started" as if they were about to run. How each run ended (finished, failed, cancelled,
+stopped) is read from its last message, for the summary.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.publisher import ANNOUNCEMENT
+from bot.render.messages import ending_of
 from demo.console import Console
 from demo.forms import fill_form, numbered, text_fits
 from demo.home import HomeTabs
+from demo.numbers import NotARun, Numbers
 from demo.progress import StatusBoard, is_status
 from demo.terminal import buttons_of, render_message
 from localslack import LocalSlack, LocalSlackUser
@@ -37,8 +44,9 @@ HELP = """\
 Start a run:    /graph run deploy billing 1.2.3   (/graph list, /graph help)
 Answer card N:  approve N | reject N [reason] | reply N <text>
                 trust N | retry N | edit N {json}
-Your Home tab:  home shows what waits for you, as ask 1, 2, …; answer there:
+Your Home tab:  home shows what waits for you, by card number; answer there:
                 home approve N | home reject N [reason] | home reply N <text>
+Run N:          /graph status N | /graph audit N | /graph cancel N
 Switch user:    as alice | as bob | as you   (as alone: who is who)
 Who decides:    anyone but whoever started the run (they may only reject):
                 start as you, approve as alice. /graph run payout 900 EUR
@@ -63,13 +71,17 @@ class DemoSession:
         self.command = command
         self.acting = YOU
         self.cards: list[tuple[str, str]] = []  # (channel, ts), numbered from 1
-        self.runs: list[tuple[str, str]] = []  # each run's announcement (channel, ts), numbered from 1
+        self.numbers = Numbers()  # run N and card N, and the ids behind them
         self.started: set[str] = set()  # run ids, from the bot's message metadata
         self.ended: set[str] = set()
+        self.endings: dict[str, str] = {}  # run id -> finished, failed, cancelled or stopped
         self.updated = 0  # card updates seen
         self.notices = 0  # private messages seen (a command's answer, a refused click)
+        self.sent = 0  # slash commands sent to the bot
+        self.clicks = 0  # buttons clicked on cards
         self.status = StatusBoard(user_name=self.name)
-        self.homes = HomeTabs(slack=slack, user=user, console=console, name=self.name)
+        self._held: set[tuple[str, str]] = set()  # status messages seen, not shown: no node started yet
+        self.homes = HomeTabs(slack=slack, user=user, console=console, name=self.name, numbers=self.numbers)
         self.last_change = time.monotonic()
         slack.on_change.append(self._on_change)
 
@@ -82,14 +94,28 @@ class DemoSession:
         return USERS.get(some_id) or CHANNELS.get(some_id) or some_id
 
     def summary(self) -> str:
+        """``2 runs finished, 1 failed, 1 waiting``: how the runs ended (kinds that none did are left out)."""
         waiting = len(self.started - self.ended)
-        return f"{_count(len(self.ended), 'run')} finished, {waiting} waiting"
+        return f"{self.ended_summary()}, {waiting} waiting"
+
+    def ended_summary(self) -> str:
+        """``2 runs finished, 1 failed``: the runs that ended, by how (finished always named)."""
+        counts = {kind: 0 for kind in ("finished", "failed", "cancelled", "stopped")}
+        for run_id in self.ended:
+            counts[self.endings.get(run_id) or "finished"] += 1
+        others = [f"{n} {kind}" for kind, n in counts.items() if n and kind != "finished"]
+        return ", ".join([f"{_count(counts['finished'], 'run')} finished", *others])
+
+    def finished(self) -> int:
+        """Runs that finished (not failed, cancelled or stopped)."""
+        return sum(1 for run_id in self.ended if (self.endings.get(run_id) or "finished") == "finished")
 
     # -- what the bot says ----------------------------------------------------------------------
 
     def _show(self, message: Mapping[str, Any], label: str) -> None:
         width, color = self.console.width, self.console.color
-        self.console.say(render_message(message, label=label, user_name=self.name, width=width, color=color))
+        shown = self.numbers.shown(message)  # ids as the numbers commands take
+        self.console.say(render_message(shown, label=label, user_name=self.name, width=width, color=color))
 
     def _private(self, body: Any, recipient: str | None) -> None:
         """An ephemeral message (a command's ack, a refusal): only that person sees it."""
@@ -131,31 +157,55 @@ class DemoSession:
         channel, ts = str(message["channel"]), str(message["ts"])
         if buttons_of(message):
             self.cards.append((channel, ts))
+            self.numbers.add_card(len(self.cards), message)
             self._show(message, f"card {len(self.cards)}")
         elif is_status(message):
             self._status_changed(channel, ts)
         else:
-            if _what(message) == ANNOUNCEMENT:
-                self.runs.append((channel, ts))
+            run_id = _run_id(message)
+            if _what(message) == ANNOUNCEMENT and run_id:
+                self.numbers.add_run(run_id, channel, ts)
             self._show(message, self._run_label(message) or "bot")
 
     def _status_changed(self, channel: str, ts: str) -> None:
-        """A run's status message: whole the first time, then one line with what changed."""
-        message = self.slack.message(channel, ts) or {}
+        """A run's status message: whole once a node is under way, then one line with what changed.
+
+        Until a node has started it is held back, unshown: a run that fails before any node
+        runs then shows its failure and one status line, not a box of nodes about to run.
+        """
+        message = self.numbers.shown(self.slack.message(channel, ts) or {})
         self._track(message)
         label = f"{self._run_label(message) or 'run'} status"
+        ended = self._run_of(message) in self.ended  # its end is shown already: lines, no box
         if not self.status.knows(channel, ts):
             self.status.first(channel, ts, message)
-            self._show(message, label)
+            if not self.status.under_way(message):
+                self._held.add((channel, ts))
+            elif ended:
+                self.console.note(f"{label}: {'; '.join(self.status.lines(message))}")
+            else:
+                self._show(message, label)
             return
         changes = self.status.changes(channel, ts, message)
+        if (channel, ts) in self._held:
+            if not changes or not self.status.under_way(message):
+                return
+            self._held.discard((channel, ts))
+            if not ended:
+                self._show(message, label)
+                return
         if changes:
             self.console.note(f"{label}: {'; '.join(changes)}")
 
+    def _run_of(self, message: Mapping[str, Any]) -> str:
+        """The run a message belongs to: its metadata's, or its thread's (a stream has no metadata yet)."""
+        number = self.numbers.run_of(message)
+        return _run_id(message) or (self.numbers.run_ids[number - 1] if number else "")
+
     def _run_label(self, message: Mapping[str, Any]) -> str | None:
         """``run N`` for a run's announcement and the replies in its thread."""
-        root = (str(message.get("channel")), str(message.get("thread_ts") or message.get("ts")))
-        return f"run {self.runs.index(root) + 1}" if root in self.runs else None
+        number = self.numbers.run_of(message)
+        return f"run {number}" if number else None
 
     def _responded(self, effect: str, body: Mapping[str, Any], url: str) -> None:
         # The post this is about: the one to this response_url (the latest, if it cannot be told).
@@ -176,12 +226,12 @@ class DemoSession:
         self._show(message, f"card {number} updated" if number else "message updated")
 
     def _track(self, message: Mapping[str, Any]) -> None:
-        payload = (message.get("metadata") or {}).get("event_payload") or {}
-        run_id = payload.get("run_id")
-        if isinstance(run_id, str):
+        run_id = _run_id(message)
+        if run_id:
             self.started.add(run_id)
-            if payload.get("what") == FINAL:
+            if _what(message) == FINAL:
                 self.ended.add(run_id)
+                self.endings[run_id] = ending_of(str(message.get("text") or "")) or "finished"
 
     def number(self, channel: str, ts: str) -> int:
         return self.cards.index((channel, ts)) + 1 if (channel, ts) in self.cards else 0
@@ -223,6 +273,12 @@ class DemoSession:
         if command != self.command:
             self.console.note(f"this workspace has one slash command, {self.command}; try {self.command} help")
             return
+        try:
+            text = self.numbers.command(text)  # "status 2": run 2's id, as a person pastes it in Slack
+        except NotARun as problem:
+            self.console.note(str(problem))
+            return
+        self.sent += 1
         response = await self.user.slash_command(text=text, user_id=self.acting, channel_id=CHANNEL, command=command)
         if response.status != 200:
             self.console.note(f"the bot answered HTTP {response.status}")
@@ -265,6 +321,7 @@ class DemoSession:
         if not text_fits(self.console, verb, text, typed=f"{verb} {number}", noun="card"):
             return
         before = {v["id"] for v in self.slack.open_views(self.acting)}
+        self.clicks += 1
         response = await self.user.click(message=message, label=label, user_id=self.acting, channel_id=channel)
         if response.status != 200:
             self.console.note(f"the bot answered HTTP {response.status} to the click")
@@ -285,6 +342,12 @@ class DemoSession:
 def _what(message: Mapping[str, Any]) -> object:
     """What the bot's metadata says a message is (an ask key, the announcement, the end…)."""
     return ((message.get("metadata") or {}).get("event_payload") or {}).get("what")
+
+
+def _run_id(message: Mapping[str, Any]) -> str:
+    """The run the bot's metadata says a message belongs to; "" if none."""
+    run_id = ((message.get("metadata") or {}).get("event_payload") or {}).get("run_id")
+    return run_id if isinstance(run_id, str) else ""
 
 
 def _count(n: int, noun: str) -> str:

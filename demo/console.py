@@ -46,6 +46,8 @@ class Console:
         self._readline = _readline() if interactive else None
         self._go = threading.Event()
         self._saved_tty: Any = None
+        # How the demo names what a log line names by id (``demo.numbers``: run 2, not its id).
+        self.rename: Callable[[str], str] = lambda text: text
 
     @property
     def width(self) -> int:
@@ -173,6 +175,6 @@ class ConsoleLogHandler(logging.Handler):
             if record.exc_info and record.exc_info[1] is not None:
                 error = record.exc_info[1]
                 message += f" ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
-            self.console.note(f"({record.levelname.lower()} from {record.name}) {message}")
+            self.console.note(f"({record.levelname.lower()} from {record.name}) {self.console.rename(message)}")
         except Exception:  # logging must never take the demo down
             self.handleError(record)

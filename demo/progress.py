@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from bot.render.progress import STATE_WORD
 from demo.terminal import UserName, message_lines
 
 # The metadata ``what`` of a run's status message (engine.ports.PROGRESS; the demo imports
@@ -23,6 +24,7 @@ from demo.terminal import UserName, message_lines
 PROGRESS = "progress"
 _SEPARATOR = " · "
 _SYMBOL = re.compile(r"^[^\w\s]+\s+")  # a leading state mark: ✅, ◐, 🔵 …
+_UNDER_WAY = frozenset(STATE_WORD.values()) - {"not started"}  # a node's state once it began
 _LINK_TARGET = re.compile(r" \((?:https?|mailto):[^\s()]*\)")  # "label (url)": the label will do in one line
 
 
@@ -58,6 +60,18 @@ class StatusBoard:
 
     def knows(self, channel: str, ts: str) -> bool:
         return (channel, ts) in self._shown
+
+    def lines(self, message: Mapping[str, Any]) -> list[str]:
+        """What the message says, one string per line (no footer, no link targets)."""
+        return shown_lines(message, user_name=self.user_name)
+
+    def under_way(self, message: Mapping[str, Any]) -> bool:
+        """Whether the message shows a node that has started (running, waiting, done, failed…)."""
+        for line in shown_lines(message, user_name=self.user_name):
+            fields = key(line).split(_SEPARATOR)
+            if len(fields) > 1 and fields[1] in _UNDER_WAY:
+                return True
+        return False
 
     def first(self, channel: str, ts: str, message: Mapping[str, Any]) -> None:
         """The message was just shown whole."""

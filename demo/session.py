@@ -78,8 +78,8 @@ SCRIPT = [
     "as alice",
     "reply 2 ship it after the smoke test",
     "as bob",
-    "home",  # the other sign-off waits there (whichever card it is)
-    "home approve 1",
+    "home",  # the other sign-off waits there, under its card's number
+    "home approve 3",
     "as you",
     "/graph run cleanup remove the old staging databases",
     "reject 4 not before the audit",
@@ -90,6 +90,7 @@ SCRIPT = [
     "approve 5",  # refused: alice's approval counts once
     "as bob",
     "approve 5",  # 2 of 2: the payout is sent
+    "/graph audit 4",  # run 4's trail: who did what, card 5 by its number
 ]
 RUNS = sum(1 for line in SCRIPT if line.startswith("/graph run "))
 
@@ -116,6 +117,7 @@ async def run_demo(*, scripted: bool) -> int:
 
         async with Stack(state=state) as stack:
             session = DemoSession(slack=stack.slack, user=stack.user, console=console, command=stack.command)
+            console.rename = session.numbers.text  # a log line names run 2 as the screen does
             try:
                 if stop.done():  # Ctrl-C while the bot loaded
                     return _ended(session, stop)
@@ -207,39 +209,59 @@ async def _scripted(session: DemoSession) -> int:
         except TimeoutError as error:
             print(f"demo: {error}", file=sys.stderr)
             return 1
-    cards = len(session.cards)
-    session.console.note(f"\nDemo finished: {len(session.ended)} runs finished, {cards} cards answered.", indent="")
-    return 0 if len(session.ended) == RUNS else 1
+    ended, cards = session.ended_summary(), len(session.cards)
+    session.console.note(f"\nDemo finished: {ended}, {cards} cards answered.", indent="")
+    return 0 if session.finished() == RUNS else 1
 
 
 async def _step(session: DemoSession, line: str) -> None:
+    from demo.commands import VERBS  # loaded with the bot by now (see the module's docstring)
+
     cards, updated, notices, homes = len(session.cards), session.updated, session.notices, session.homes.shown
+    sent, clicks = session.sent, session.clicks + session.homes.clicks
     known = set(session.started)
     await session.handle(line)
     verb = line.split()[0]
+
+    def not_clicked() -> bool:
+        return session.clicks + session.homes.clicks == clicks
+
     if line.startswith("/graph run"):
-        # A card, or this run's end: another run ending meanwhile is not what this step waits for.
+        # A card, or this run's end: another run ending meanwhile is not what this step waits for;
+        # or the bot's answer to a start that did not happen (no such graph, no task).
         await session.slack.wait_for(
-            lambda: len(session.cards) > cards or bool((session.started - known) & session.ended),
+            lambda: (
+                len(session.cards) > cards
+                or bool((session.started - known) & session.ended)
+                or session.notices > notices
+            ),
             timeout=60,
             what="a card or a result",
         )
-    elif verb in ("approve", "reject", "reply"):
-        # The card changes, or (a refused click, a vote short of the quorum) its clicker is told.
+    elif verb in VERBS:
+        # The card changes, or (a refused click, a vote short of the quorum) its clicker is told;
+        # nothing, when the demo answered it itself (no such card or button: nothing clicked).
         await session.slack.wait_for(
-            lambda: session.updated > updated or session.notices > notices, timeout=60, what="a decision"
+            lambda: session.updated > updated or session.notices > notices or not_clicked(),
+            timeout=60,
+            what="a decision",
         )
     elif verb == "home" and line != "home":  # ("home" alone waits for the tab itself)
         # The bot publishes the Home tab again, with the outcome at its top or the ask gone.
         await session.slack.wait_for(
-            lambda: session.homes.shown > homes or session.notices > notices, timeout=60, what="the Home tab"
+            lambda: session.homes.shown > homes or session.notices > notices or not_clicked(),
+            timeout=60,
+            what="the Home tab",
         )
     elif verb == "as":
         return  # the demo's own business: the bot has nothing to say
     elif line.startswith("/graph"):
         # Every other subcommand answers the person who typed it: in the ack (help, a usage
         # error) or through the response_url once the work handed off after the ack has run.
-        await session.slack.wait_for(lambda: session.notices > notices, timeout=60, what="the answer")
+        # (Nothing to wait for when the demo answered it itself: a run number it never showed.)
+        await session.slack.wait_for(
+            lambda: session.notices > notices or session.sent == sent, timeout=60, what="the answer"
+        )
     await _quiet(session, seconds=STEP_QUIET, limit=30)
 
 

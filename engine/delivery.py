@@ -26,6 +26,13 @@ from engine.threads import in_thread
 logger = logging.getLogger(__name__)
 
 
+def card_order(ask: Ask) -> tuple[float, str, str, str]:
+    """The order cards are posted in: oldest question first, and the questions one pass
+    raised together (parallel nodes, in whatever order Strands saw them finish, read back
+    from a store that keeps no order) by node id, then name: the same order every time."""
+    return (ask.created_at, ask.node_id or "", ask.name, ask.key)
+
+
 class Courier:
     def __init__(
         self,
@@ -75,7 +82,7 @@ class Courier:
         if run.thread is None:
             return run
         if run.status is RunStatus.WAITING and await self._indexed(run):
-            for ask in run.pending_asks():
+            for ask in sorted(run.pending_asks(), key=card_order):
                 if ask.card is None and (ref := await self._post_card(run, ask, look=ask.key not in unposted)):
                     delivery.cards[ask.key] = ref  # posted live: nothing to record of what it shows
         for ask in run.asks.values():

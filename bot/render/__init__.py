@@ -18,15 +18,12 @@ from bot.render.cards import (
     verdict_from_action_id,
 )
 from bot.render.messages import (
-    DEFAULT_COMMAND,
     ask_notice,
     graph_list,
-    help_text,
     run_cancelled,
     run_completed,
     run_failed,
     run_started,
-    usage_error,
 )
 from bot.render.modals import (
     EDIT_CALLBACK_ID,
@@ -45,6 +42,7 @@ from bot.render.modals import (
 )
 from bot.render.mrkdwn import Rendered, escape, visible
 from bot.render.titles import card_title, mention_id, mention_ids, readable_name, who_may_decide
+from bot.render.usage import DEFAULT_COMMAND, help_text, mistake_text, unknown_graph
 
 __all__ = [
     "ACTION_ID_PREFIX",
@@ -73,6 +71,7 @@ __all__ = [
     "help_text",
     "mention_id",
     "mention_ids",
+    "mistake_text",
     "modal_text",
     "obsolete_card",
     "parse_action_value",
@@ -83,7 +82,7 @@ __all__ = [
     "run_completed",
     "run_failed",
     "run_started",
-    "usage_error",
+    "unknown_graph",
     "verdict_for_callback_id",
     "verdict_from_action_id",
     "visible",

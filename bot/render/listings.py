@@ -33,6 +33,7 @@ from bot.render.mrkdwn import (
     slack_date,
 )
 from bot.render.titles import card_title, mention_ids, who_may_decide
+from engine.delivery import card_order
 from engine.outcome import failure_parts, rejections
 from engine.records import Ask, AskStatus, Run, RunStatus
 
@@ -59,8 +60,8 @@ _HEAD_ROOM = 600  # a message's head and footer, kept out of the lines' budget
 
 
 def open_asks(run: Run) -> list[Ask]:
-    """The run's questions still waiting for a person, oldest first."""
-    return sorted((a for a in run.asks.values() if a.status is AskStatus.PENDING), key=lambda a: a.created_at)
+    """The run's questions still waiting for a person, in the order their cards were posted."""
+    return sorted((a for a in run.asks.values() if a.status is AskStatus.PENDING), key=card_order)
 
 
 def state_words(run: Run) -> str:

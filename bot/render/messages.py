@@ -1,5 +1,6 @@
 """Run messages (started, completed, rejected, failed, cancelled), the reminders and
-escalations posted in a run's thread, and slash-command replies.
+escalations posted in a run's thread, and slash-command replies (help and mistakes are
+``bot.render.usage``'s).
 
 Each ending reads as what it is: a run whose decisive answer was a no is headed as a
 rejection (who, why), not as a success; a failure is one line saying where and what.
@@ -34,13 +35,13 @@ from bot.render.mrkdwn import (
     slack_date,
 )
 from bot.render.titles import ANYONE, card_title, mention_ids, who_may_decide
+from bot.render.usage import DEFAULT_COMMAND
 from engine.deadlines import ESCALATE, human_duration
 from engine.outcome import decisive_asks, failure_parts, rejections
 from engine.oversight import what_ran
 from engine.ports import StartLimited
 from engine.records import Ask, Run
 
-DEFAULT_COMMAND = "/graph"
 MAX_OUTPUT_BLOCKS = 45
 
 _FENCE = "```"
@@ -50,6 +51,9 @@ _TASK_LIMIT = 1500
 _REPLY_LIMIT = 3000
 _REJECTIONS_LIMIT = 1500  # who rejected what and why, before the output
 _MAX_REJECTIONS = 5
+NODE_NOT_RUN = "stopped: rejected, node not run"
+# How each ending's message begins (its fallback text): the mark, then the graph's name.
+_ENDING_MARKS = {":white_check_mark:": "finished", ":x:": "failed", ":no_entry_sign:": "cancelled"}
 
 
 def run_started(*, run: Run) -> Rendered:
@@ -123,7 +127,7 @@ def run_rejected(*, run: Run) -> Rendered:
     Who said no and why come from the run's answers; what the gate itself said (its
     ``cancel_node`` message, graph text that may mention people) follows as a quote.
     """
-    head = f":no_entry: *{short(run.graph)}* stopped: rejected, node not run"
+    head = f":no_entry: *{short(run.graph)}* {NODE_NOT_RUN}"
     denied = rejections(run)
     lines = [head]
     if denied:
@@ -145,6 +149,17 @@ def run_cancelled(*, run: Run) -> Rendered:
     ran = f"Before it stopped: {short(what_ran(run), 600)}."
     body = SectionBlock(text=MarkdownTextObject(text=f"{head}\n{ran}"))
     return build(text=head, blocks=[body, _run_context(run)])
+
+
+def ending_of(text: str) -> str:
+    """How a run ended, read back from its final message's fallback ``text``: ``finished``
+    (also after a rejection the graph carried on from), ``failed``, ``cancelled`` or
+    ``stopped`` (a node gate's no); ``""`` for any other text. The offline demo counts
+    runs by it; a test holds it to the functions above."""
+    mark, _, rest = text.partition(" ")
+    if mark == ":no_entry:":  # then "*<graph>* " (a graph's name has no "*" nor space) and what happened
+        return "stopped" if rest.partition("* ")[2].startswith(NODE_NOT_RUN) else "finished"
+    return _ENDING_MARKS.get(mark, "")
 
 
 _NOTICE_LIMIT = 2000
@@ -214,25 +229,6 @@ def split_output(text: str, *, max_sections: int, max_chars: int) -> tuple[list[
     return sections, pos
 
 
-def help_text(*, command: str = DEFAULT_COMMAND) -> str:
-    """The reply to ``<command> help``."""
-    return "\n".join(
-        [
-            "*Run a multi-agent graph, with people approving its steps in Slack.*",
-            *_usage_lines(command),
-            "A run's id is shown in backticks under its announcement. While a run waits, each question "
-            "is posted as a card with *Approve*, *Reject* and *Reply* buttons; the run goes on as soon "
-            "as someone answers.",
-        ]
-    )
-
-
-def usage_error(*, command: str = DEFAULT_COMMAND, problem: str) -> str:
-    """An ephemeral reply to bad input: what is wrong, then how to do it right."""
-    text = "\n".join([f":warning: {cut(problem, 500)}", *_usage_lines(command)])
-    return fit(text, _REPLY_LIMIT, total=len(text))
-
-
 def graph_list(*, command: str = DEFAULT_COMMAND, graphs: Sequence[tuple[str, str]]) -> str:
     """The reply to ``<command> list``: each graph with its description."""
     if not graphs:
@@ -271,21 +267,6 @@ def start_limited(*, limited: StartLimited, now: float, command: str = DEFAULT_C
         "so this one did not start: finish or cancel one first "
         f"(`{cmd} status`, `{cmd} cancel`; `{cmd} runs` lists this channel's, `{cmd} pending` what waits for you)."
     )
-
-
-def _usage_lines(command: str) -> list[str]:
-    cmd = escape(command)
-    return [
-        f"`{cmd} run {escape('<graph> <task text>')}`: start a run of a graph with the task text as input",
-        f"`{cmd} list`: show the graphs you can run",
-        f"`{cmd} runs`: show the latest runs in this channel",
-        f"`{cmd} status {escape('<run id>')}`: show where a run stands and what it waits for "
-        "(to its requester and approvers only)",
-        f"`{cmd} cancel {escape('<run id>')}`: stop a run (its requester and approvers may)",
-        f"`{cmd} audit {escape('<run id>')}`: show who did what in a run, and when "
-        "(to its requester and approvers only)",
-        f"`{cmd} help`: show this help",
-    ]
 
 
 def _run_context(run: Run, *, note: str = "") -> ContextBlock:

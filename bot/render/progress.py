@@ -19,6 +19,7 @@ from slack_sdk.models.messages.chunk import PlanUpdateChunk, TaskUpdateChunk
 
 from bot.render.mrkdwn import Rendered, build, cut, cut_plain, escape
 from bot.render.titles import card_title
+from engine.delivery import card_order
 from engine.progress import NodeProgress, NodeState
 from engine.records import Ask, Run, RunStatus
 
@@ -101,7 +102,7 @@ def status_message(
     blocks: list[Any] = [SectionBlock(text=MarkdownTextObject(text=f"*{HEADLINE[status]}* · {len(nodes)} {plural}"))]
     for start in range(0, len(lines), LINES_PER_SECTION):
         blocks.append(SectionBlock(text=MarkdownTextObject(text="\n".join(lines[start : start + LINES_PER_SECTION]))))
-    waiting = run.pending_asks() if status is RunStatus.WAITING else []
+    waiting = sorted(run.pending_asks(), key=card_order) if status is RunStatus.WAITING else []  # as the cards came
     if waiting:
         blocks.append(SectionBlock(text=MarkdownTextObject(text=_waiting_lines(waiting, link=link))))
     elapsed = max((run.updated_at if status.terminal else now) - run.created_at, 0.0)

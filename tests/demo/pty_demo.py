@@ -26,6 +26,7 @@ from demo.commands import USERS
 from demo.mrkdwn import cols
 
 SCRIPT = Path(sys.executable).parent / "approval-bot"
+REPO = Path(__file__).resolve().parents[2]
 COLUMNS, ROWS = 80, 24
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -43,7 +44,8 @@ class PtyDemo:
         """``stderr``: where the demo's standard error goes instead of the pty (to outlive it)."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-        full = clean_env({"COLUMNS": str(COLUMNS), "LINES": str(ROWS), "TERM": "xterm", **env})
+        # PYTHONPATH: this checkout's code, also where the console script was installed from another (a worktree).
+        full = clean_env({"COLUMNS": str(COLUMNS), "LINES": str(ROWS), "TERM": "xterm", "PYTHONPATH": str(REPO), **env})
         self.process = subprocess.Popen(
             [str(SCRIPT), "demo"],
             stdin=slave,

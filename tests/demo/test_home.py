@@ -1,4 +1,4 @@
-"""``home``: a person's App Home tab in the terminal, its asks numbered and clickable.
+"""``home``: a person's App Home tab in the terminal, each ask under its card's number, clickable.
 
 The unit tests put a stand-in bot behind the local Slack's real ``views.publish`` (it
 publishes when the tab is opened and after each click, as the bot does); the last test
@@ -111,6 +111,9 @@ async def desk(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Desk]:
     asks = [("r1", "Approve deploy", ("Approve", "Reject", "Reply")), ("r2", "Qa signoff", ("Approve", "Reject"))]
     bot = HomeBot(slack=slack, asks=asks)
     session = DemoSession(slack=slack, user=bot, console=Console(stream=out))  # type: ignore[arg-type]
+    # The channel showed r1's question as card 4 and r2's as card 7: the Home tab says so.
+    session.numbers.add_card(4, {"blocks": _ask("r1", "Approve deploy", ("Approve",))})
+    session.numbers.add_card(7, {"blocks": _ask("r2", "Qa signoff", ("Approve",))})
     await session.handle("as alice")
     out.seek(0), out.truncate()
     try:
@@ -119,42 +122,42 @@ async def desk(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Desk]:
         await slack.stop()
 
 
-async def test_home_shows_the_tab_the_bot_publishes_with_its_asks_numbered(desk: Desk) -> None:
+async def test_home_shows_the_tab_the_bot_publishes_with_each_ask_under_its_card_number(desk: Desk) -> None:
     await desk.session.handle("home")
     lines = desk.said().splitlines()
     assert lines[0].startswith("┌─ @alice's Home tab ─") and lines[-1].startswith("└─")
     assert lines[1:4] == ["│ Waiting for you", "│ Approve deploy", "│ service: billing"]
-    assert "│ ask 1: [Approve] [Reject] [Reply]" in lines and "│ ask 2: [Approve] [Reject]" in lines
+    assert "│ card 4: [Approve] [Reject] [Reply]" in lines and "│ card 7: [Approve] [Reject]" in lines
     assert "│ The card is in #demo." in lines  # the channel by name, as Slack shows it
     assert lines[-3:-1] == ["│ Your runs", "│ ⚙ deploy billing 1.2.3 · running"]
     assert desk.session.homes.shown == 1
 
 
-async def test_home_approve_clicks_that_ask_and_shows_the_tab_the_bot_publishes_after(
+async def test_home_approve_clicks_that_cards_ask_and_shows_the_tab_the_bot_publishes_after(
     desk: Desk, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await desk.session.handle("home")
     desk.said()
-    await desk.session.handle("home approve 2")
+    await desk.session.handle("home approve 7")
     assert desk.bot.clicks == [(ALICE, "Approve", _value("r2"))]
     shown = desk.said().splitlines()
     assert shown[0].startswith("┌─ @alice's Home tab") and shown[1] == "│ \u2139 Your Approve was recorded."
-    assert "│ ask 1: [Approve] [Reject] [Reply]" in shown and not [line for line in shown if "ask 2" in line]
-    # The tab shown after the click numbers its asks afresh; Reject then waits for its form.
+    assert "│ card 4: [Approve] [Reject] [Reply]" in shown and not [line for line in shown if "card 7" in line]
+    # Card 4 keeps its number in the tab shown after the click; Reject then waits for its form.
     monkeypatch.setattr("demo.forms.MODAL_TIMEOUT", 0.2)
-    await desk.session.handle("home reject 1 not today")
+    await desk.session.handle("home reject 4 not today")
     assert desk.bot.clicks[-1] == (ALICE, "Reject", _value("r1"))
-    assert "the bot opened no Reject form for ask 1 within 0 s" in desk.said()
+    assert "the bot opened no Reject form for card 4 within 0 s" in desk.said()
 
 
 async def test_numbers_stay_those_the_person_saw_when_the_tab_changes_meanwhile(desk: Desk) -> None:
     await desk.session.handle("home")
     desk.bot.asks = desk.bot.asks[1:]  # r1 was answered elsewhere: the bot refreshes the tab
     await desk.bot.republish(ALICE)
-    assert " ".join(desk.said().split()).endswith("@alice's Home tab was refreshed: 1 ask waiting (home shows it)")
-    await desk.session.handle("home approve 1")
-    assert "ask 1 is gone from @alice's Home tab (answered); type home to see it now" in desk.said()
-    await desk.session.handle("home approve 2")  # still the Qa signoff, now the tab's first ask
+    assert " ".join(desk.said().split()).endswith("@alice's Home tab was refreshed: card 7 waits there (home shows it)")
+    await desk.session.handle("home approve 4")
+    assert "card 4 is gone from @alice's Home tab (answered); type home to see it now" in desk.said()
+    await desk.session.handle("home approve 7")  # still the Qa signoff, now the tab's first ask
     assert desk.bot.clicks == [(ALICE, "Approve", _value("r2"))]
 
 
@@ -168,22 +171,23 @@ async def test_a_refresh_is_one_line_and_only_when_the_number_of_asks_changed(de
     desk.bot.asks = []
     await desk.bot.republish(ALICE)
     said = " ".join(desk.said().split())
-    assert said == "@alice's Home tab was refreshed: 0 asks waiting (as alice, home shows it)"
+    assert said == "@alice's Home tab was refreshed: nothing waits there (as alice, home shows it)"
 
 
 async def test_mistakes_are_one_line_and_click_nothing(desk: Desk) -> None:
     for line, says in (
         ("home approve 1", "@alice has not opened the Home tab yet: type home first"),
         ("home", None),
-        ("home approve", "which ask? e.g. home approve 1"),
-        ("home reply", "which ask? e.g. home reply 1 <text>"),
-        ("home approve 9", "there is no ask 9 in @alice's Home tab (asks are 1 to 2)"),
-        ("home trust 1", "ask 1 has no Trust button (it has Approve, Reject, Reply)"),
-        ("home reply 2 ok", "ask 2 has no Reply button (it has Approve, Reject)"),
-        ("home reply 1", "type the reply after the ask number: home reply 1 <text>"),
-        ("home reply 1 " + "y" * 3001, "a reply can be at most 3,000 characters"),
-        ("home open 1", "home alone shows your Home tab; home approve 1 answers its ask 1 (not 'open')"),
-        ("home approve ²", "which ask? e.g. home approve 1"),
+        ("home approve", "which card? e.g. home approve 1"),
+        ("home reply", "which card? e.g. home reply 1 <text>"),
+        ("home approve 9", "card 9 is not in @alice's Home tab (it shows cards 4 and 7)"),
+        ("home approve 0", "card 0 is not in @alice's Home tab (it shows cards 4 and 7)"),
+        ("home trust 4", "card 4 has no Trust button there (it has Approve, Reject, Reply)"),
+        ("home reply 7 ok", "card 7 has no Reply button there (it has Approve, Reject)"),
+        ("home reply 4", "type the reply after the card number: home reply 4 <text>"),
+        ("home reply 4 " + "y" * 3001, "a reply can be at most 3,000 characters"),
+        ("home open 1", "home alone shows your Home tab; home approve 3 answers card 3 there (not 'open')"),
+        ("home approve ²", "which card? e.g. home approve 1"),
     ):
         await desk.session.handle(line)
         said = desk.said()
@@ -199,7 +203,16 @@ async def test_a_home_tab_that_never_comes_is_one_line(desk: Desk, monkeypatch: 
     await desk.session.handle("home")
     assert desk.said() == "  the bot published no Home tab for @alice within 0 s\n"
     await desk.bot.republish(ALICE)  # a late one is not shown whole: nobody is waiting for it any more
-    assert "Home tab was refreshed: 2 asks waiting" in " ".join(desk.said().split())
+    assert "Home tab was refreshed: cards 4 and 7 wait there" in " ".join(desk.said().split())
+
+
+async def test_an_ask_whose_card_the_channel_has_not_shown_yet_cannot_be_named(desk: Desk) -> None:
+    desk.bot.asks.append(("r3", "Fresh", ("Approve",)))
+    await desk.session.handle("home")
+    assert "│ (card not posted yet) [Approve]" in desk.said().splitlines()
+    await desk.session.handle("home approve 0")
+    assert "card 0 is not in @alice's Home tab (it shows cards 4 and 7)" in " ".join(desk.said().split())
+    assert desk.bot.clicks == []
 
 
 def test_the_asks_are_known_by_their_buttons_value() -> None:
@@ -234,7 +247,7 @@ async def test_the_payout_is_approved_from_two_home_tabs_with_the_real_bot(offli
             stream.seek(0), stream.truncate()
             await _step(session, "home")
             tab = " ".join(stream.getvalue().split())
-            assert f"@{user}'s Home tab" in tab and "ask 1: [Approve] [Reject] [Reply]" in tab, tab
+            assert f"@{user}'s Home tab" in tab and "card 1: [Approve] [Reject] [Reply]" in tab, tab
             stream.seek(0), stream.truncate()
             await _step(session, "home approve 1")
             said = " ".join(stream.getvalue().split())

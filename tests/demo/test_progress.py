@@ -71,8 +71,8 @@ async def no_streaming() -> AsyncIterator[Channel]:
 CARD_LINK = ":raised_hand: <https://local.slack.com/archives/C0DEMO/p1700000000000100?thread_ts=1.2|Approve deploy>"
 
 
-def _meta(what: str) -> dict[str, Any]:
-    return {"event_type": "approval_bot_message", "event_payload": {"run_id": "r1", "what": what}}
+def _meta(what: str, run: str = "r1") -> dict[str, Any]:
+    return {"event_type": "approval_bot_message", "event_payload": {"run_id": run, "what": what}}
 
 
 def _task(node: str, status: str, word: str) -> dict[str, Any]:
@@ -88,9 +88,9 @@ def _status(headline: str, lines: list[str], elapsed: float) -> list[dict[str, A
     ]
 
 
-async def _announce(c: Channel) -> str:
+async def _announce(c: Channel, run: str = "r1") -> str:
     root = await c.client.chat_postMessage(
-        channel=CHANNEL, text="<@U0YOU> started *deploy*", metadata=_meta("announcement")
+        channel=CHANNEL, text="<@U0YOU> started *deploy*", metadata=_meta("announcement", run)
     )
     return str(root["ts"])
 
@@ -158,7 +158,7 @@ async def test_where_slack_refuses_streams_the_posted_status_message_is_edited_t
     )
     shown = c.said()
     assert shown[0].startswith("┌─ run 1 status ─") and "│ 🔵 planner · running" in shown
-    assert "│ Elapsed 0.0 s · run r1" in shown  # the box has the footer; change lines leave it out
+    assert "│ Elapsed 0.0 s · run 1" in shown  # the box has the footer (the id as its number); lines leave it out
     done = _status("Completed", [":white_check_mark: *planner* · done · 0.2 s"], 0.3)
     await c.client.chat_update(channel=CHANNEL, ts=posted["ts"], text="Done", blocks=done, metadata=_meta(PROGRESS))
     assert c.notes() == ["run 1 status: Completed · 2 nodes; ✅ planner · done · 0.2 s"]
@@ -166,7 +166,7 @@ async def test_where_slack_refuses_streams_the_posted_status_message_is_edited_t
 
 async def test_a_runs_other_replies_are_labelled_with_its_number(channel: Channel) -> None:
     c = channel
-    first, second = await _announce(c), await _announce(c)
+    first, second = await _announce(c), await _announce(c, "r2")
     c.said()
     output = [{"type": "context", "elements": [{"type": "mrkdwn", "text": "*planner* finished"}]}]
     await c.client.chat_postMessage(channel=CHANNEL, thread_ts=second, text="planner finished", blocks=output)
@@ -175,6 +175,83 @@ async def test_a_runs_other_replies_are_labelled_with_its_number(channel: Channe
     labels = [line for line in c.said() if line.startswith("┌─")]
     assert [label.split(" ─")[0] for label in labels] == ["┌─ run 2", "┌─ run 1", "┌─ bot"]
     assert c.session.ended == {"r1"}
+
+
+async def test_a_run_that_fails_before_any_node_starts_shows_no_box_of_nodes_about_to_run(channel: Channel) -> None:
+    """A graph whose agent has no offline model fails at once; the stream the bot starts then
+    still shows its plan, nothing started. The demo holds it back: the failure, then one line."""
+    c = channel
+    thread = await _announce(c)
+    c.said()
+    stream = await c.client.chat_startStream(
+        channel=CHANNEL,
+        thread_ts=thread,
+        recipient_user_id="U0YOU",
+        recipient_team_id="T0LOCAL",
+        chunks=[{"type": "plan_update", "title": "plain: hello"}, _task("writer", "pending", "not started")],
+    )
+    await c.client.chat_stopStream(channel=CHANNEL, ts=stream["ts"], metadata=_meta(PROGRESS))
+    assert c.said() == []  # held: nothing under way yet
+    failed = ":x: *plain* failed at node `writer`: NoCredentialsError: Unable to locate credentials"
+    await c.client.chat_postMessage(channel=CHANNEL, thread_ts=thread, text=failed, metadata=_meta(ports.FINAL))
+    shown = c.said()
+    assert shown[0].startswith("┌─ run 1 ─") and shown[1].startswith("│ ❌ plain failed at node writer")
+    blocks = _status("Failed", [":x: *writer* · failed · 0.0 s"], 0.0)
+    await c.client.chat_update(channel=CHANNEL, ts=stream["ts"], text="Failed", blocks=blocks, metadata=_meta(PROGRESS))
+    assert c.notes() == ["run 1 status: Failed · 2 nodes; ❌ writer · failed · 0.0 s"]  # a line, not a box
+    assert c.session.summary() == "0 runs finished, 1 failed, 0 waiting"
+    assert c.session.finished() == 0
+
+
+async def test_a_status_message_first_seen_after_the_runs_end_is_one_line(no_streaming: Channel) -> None:
+    c = no_streaming
+    thread = await _announce(c)
+    failed = ":x: *plain* failed at node `writer`: boom"
+    await c.client.chat_postMessage(channel=CHANNEL, thread_ts=thread, text=failed, metadata=_meta(ports.FINAL))
+    c.said()
+    blocks = _status("Failed", [":x: *writer* · failed · 0.0 s"], 0.0)
+    await c.client.chat_postMessage(
+        channel=CHANNEL, thread_ts=thread, text="Failed", blocks=blocks, metadata=_meta(PROGRESS)
+    )
+    assert c.notes() == ["run 1 status: Failed · 2 nodes; ❌ writer · failed · 0.0 s"]
+
+
+async def test_a_held_status_message_is_shown_whole_once_a_node_starts(channel: Channel) -> None:
+    c = channel
+    thread = await _announce(c)
+    c.said()
+    stream = await c.client.chat_startStream(
+        channel=CHANNEL,
+        thread_ts=thread,
+        recipient_user_id="U0YOU",
+        recipient_team_id="T0LOCAL",
+        chunks=[{"type": "plan_update", "title": "deploy: x"}, _task("planner", "pending", "not started")],
+    )
+    assert c.said() == []
+    await c.client.chat_appendStream(
+        channel=CHANNEL, ts=stream["ts"], chunks=[_task("planner", "in_progress", "running")]
+    )
+    shown = c.said()
+    assert shown[0].startswith("┌─ run 1 status ─") and shown[1:3] == ["│ deploy: x", "│ ◐ planner · running"]
+
+
+@pytest.mark.parametrize(
+    ("text", "ending"),
+    [
+        (":white_check_mark: *deploy* finished: ok", "finished"),
+        (":no_entry: *cleanup* finished after a rejection by <@U0YOU>: no", "finished"),
+        (":no_entry: *node-gate* stopped: rejected, node not run", "stopped"),
+        (":x: *plain* failed at node `writer`: boom", "failed"),
+        (":no_entry_sign: *deploy* was cancelled by <@U0YOU>", "cancelled"),
+    ],
+)
+async def test_the_summary_counts_each_run_by_how_it_ended(channel: Channel, text: str, ending: str) -> None:
+    c = channel
+    thread = await _announce(c)
+    await c.client.chat_postMessage(channel=CHANNEL, thread_ts=thread, text=text, metadata=_meta(ports.FINAL))
+    assert c.session.endings == {"r1": ending}
+    expected = "1 run finished, 0 waiting" if ending == "finished" else f"0 runs finished, 1 {ending}, 0 waiting"
+    assert c.session.summary() == expected
 
 
 def test_a_line_is_known_by_its_node_and_state_not_its_clock() -> None:

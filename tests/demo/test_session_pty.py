@@ -59,6 +59,9 @@ def test_every_mistake_is_answered_and_ctrl_c_ends_with_a_summary(folders: tuple
             assert "show the graphs you can run" in demo.step(command, "only @you sees this")
         demo.step("/graph run", "only @you sees this")  # refused: which graph?
         demo.step("/graph run deploy", "only @you sees this")  # refused: no task
+        typo = demo.step("/graph rn deploy x", "only @you sees this")
+        assert "Did you mean run? Usage: /graph run <graph> <task" in typo and "/graph list" not in typo
+        assert "there is no run 3 (no runs yet)" in demo.step("/graph status 3")
         assert "there is no user 'carol' here" in demo.step("as carol")
         assert "@you (now), @alice, @bob" in " ".join(demo.step("as").split())
 
@@ -88,13 +91,13 @@ def test_every_mistake_is_answered_and_ctrl_c_ends_with_a_summary(folders: tuple
         assert "Rejected by @alice" in demo.step("reject 3", "card 3 updated")  # the reason is optional
 
         # The Home tab lists what waits for its viewer: nothing for alice, who started this
-        # run; card 4 for bob, numbered as he may answer it there.
+        # run; card 4 for bob, under the number it has in the channel.
         assert "Nothing waits for you" in demo.step("home", "@alice's Home tab")
         demo.step("as bob")
         shown = demo.step("home", "@bob's Home tab")
-        assert "ask 1: [Approve] [Reject] [Reply]" in shown and "ask 2:" not in shown
-        refused = " ".join(demo.step("home approve 2").split())
-        assert "there is no ask 2 in @bob's Home tab (asks are 1 to 1)" in refused
+        assert "card 4: [Approve] [Reject] [Reply]" in shown and "card 3:" not in shown
+        refused = " ".join(demo.step("home approve 3").split())
+        assert "card 3 is not in @bob's Home tab (it shows card 4)" in refused
 
         status = demo.finish("\x03")
     finally:

@@ -71,7 +71,7 @@ def test_parse_command(text: str, command: Command) -> None:
         ("run deploy", "Give `deploy` a task"),
         ("run deploy   ", "Give `deploy` a task"),
         ("frobnicate", "Unknown subcommand `frobnicate`."),
-        ("x" * 100, "Unknown subcommand `" + "x" * 40 + "`."),
+        ("x" * 100, "Unknown subcommand `" + "x" * 39 + "…`."),
         ("run deploy " + "x" * (MAX_TASK_CHARS + 1), f"({MAX_TASK_CHARS + 1} characters, at most {MAX_TASK_CHARS})"),
     ],
 )

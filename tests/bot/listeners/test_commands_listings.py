@@ -6,7 +6,7 @@ import pytest
 
 from bot.handoff import HandoffFailed
 from bot.listeners.commands import Command, UsageError, parse_command
-from bot.render.messages import help_text, usage_error
+from bot.render.usage import help_text
 from bot.work import ListRuns, ShowStatus, Work
 from tests.bot.listeners.test_commands_oversight import FakeHandoff, run_command
 
@@ -32,12 +32,12 @@ def test_parse_runs_and_status(text: str, command: Command) -> None:
     [
         ("runs all", "`runs` takes no arguments."),
         ("runs C0OTHER", "`runs` takes no arguments."),
-        ("status", "Name the run: `status <run id>`"),
+        ("status", "Name the run: the id in backticks under its announcement. Usage: `/graph status &lt;run id&gt;`"),
         (f"status {RUN} {RUN}", "`status` takes one run id"),
         ("status abc", "`abc` is not a run id"),
         ("status abcdefghijklmnop1", "is not a run id"),
-        ("status <!channel>", "`<!channel>` is not a run id"),
-        ("status " + "b" * 100, "`" + "b" * 40 + "` is not a run id"),
+        ("status <!channel>", "`&lt;!channel&gt;` is not a run id"),
+        ("status " + "b" * 100, "`" + "b" * 39 + "…` is not a run id"),
     ],
 )
 def test_bad_input_is_a_one_line_usage_error(text: str, problem: str) -> None:
@@ -47,11 +47,10 @@ def test_bad_input_is_a_one_line_usage_error(text: str, problem: str) -> None:
     assert "\n" not in str(raised.value)
 
 
-def test_help_and_usage_name_the_new_subcommands() -> None:
-    for text in (help_text(command="/graph"), usage_error(command="/graph", problem="x")):
-        assert "`/graph runs`: show the latest runs in this channel" in text
-        assert "`/graph status &lt;run id&gt;`" in text
-    assert len(usage_error(command="/graph", problem="x" * 1000)) <= 3000
+def test_help_names_the_new_subcommands() -> None:
+    text = help_text(command="/graph")
+    assert "`/graph runs`: show the latest runs in this channel" in text
+    assert "`/graph status &lt;run id&gt;`" in text
 
 
 @pytest.mark.parametrize(

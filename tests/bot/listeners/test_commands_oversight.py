@@ -10,7 +10,7 @@ import pytest
 
 from bot.handoff import HandoffFailed
 from bot.listeners.commands import Command, UsageError, parse_command, register
-from bot.render.messages import help_text
+from bot.render.usage import help_text
 from bot.work import CancelRun, ShowAudit, Work
 
 RUN = "abcdefghijklmnop"
@@ -34,16 +34,16 @@ def test_parse_cancel_and_audit(text: str, command: Command) -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("cancel", "Name the run: `cancel <run id>`"),
-        ("audit   ", "Name the run: `audit <run id>`"),
+        ("cancel", "Name the run: the id in backticks under its announcement. Usage: `/graph cancel &lt;run id&gt;`"),
+        ("audit   ", "Name the run: the id in backticks under its announcement. Usage: `/graph audit &lt;run id&gt;`"),
         (f"cancel {RUN} now", "`cancel` takes one run id"),
         (f"audit {RUN} {RUN}", "`audit` takes one run id"),
         ("cancel abc", "`abc` is not a run id"),
         ("audit abcdefghijklmnop1", "`abcdefghijklmnop1` is not a run id"),  # 1 is not base32
         ("audit abcdefghijklmno8", "is not a run id"),
         ("cancel ../../../etc/passwd", "`../../../etc/passwd` is not a run id"),
-        ("cancel <@U0BOB>", "`<@U0BOB>` is not a run id"),
-        ("cancel " + "a" * 100, "`" + "a" * 40 + "` is not a run id"),
+        ("cancel <@U0BOB>", "`&lt;@U0BOB&gt;` is not a run id"),
+        ("cancel " + "a" * 100, "`" + "a" * 39 + "…` is not a run id"),
         ("cancel `a`b`", "`'a'b'` is not a run id"),
     ],
 )
@@ -95,9 +95,10 @@ class Acks:
         self.calls.append(kwargs)
 
 
-async def run_command(text: str, handoff: FakeHandoff) -> Acks:
+async def run_command(text: str, handoff: FakeHandoff, *, graphs: list[tuple[str, str]] | None = None) -> Acks:
+    """``text`` through the registered listener; ``graphs``: what the process has loaded (None: nothing yet)."""
     app = FakeApp()
-    services: Any = SimpleNamespace(slack=SimpleNamespace(command="/graph"))
+    services: Any = SimpleNamespace(slack=SimpleNamespace(command="/graph"), loaded_graphs=lambda: graphs)
     register(app, services=services, handoff=handoff)  # type: ignore[arg-type]
     ack = Acks()
     payload = {"text": text, "user_id": "U0ALICE", "channel_id": "C1", "response_url": "https://x/y"}

@@ -25,10 +25,11 @@ from bot.render import ask_card, decided_card, obsolete_card, run_completed, run
 from bot.render.audit import audit_trail
 from bot.render.home import home_view, pending_list
 from bot.render.listings import run_list, run_status
-from bot.render.messages import ask_notice, run_cancelled, run_rejected, usage_error
+from bot.render.messages import ask_notice, run_cancelled, run_rejected
 from bot.render.modals import edit_modal, reply_modal
 from bot.render.mrkdwn import Rendered
 from bot.render.progress import plan_chunks, status_message
+from bot.render.usage import Mistake, mistake_text, unknown_graph
 from engine.audit import AuditEvent
 from engine.policy import AskRules
 from engine.progress import NodeProgress, NodeState
@@ -133,7 +134,11 @@ def _renderings() -> Iterator[tuple[str, Any]]:
     yield "plan", {"chunks": plan_chunks(run=run, nodes=nodes)}
     for index, message in enumerate(output_messages(H, f"{H}\n{LOG}\n" * 50)):
         yield f"output {index}", message
-    yield "usage", {"text": usage_error(command="/graph", problem=H)}
+    for kind in ("unknown", "no_graph", "no_task", "not_a_run_id"):
+        mistake = Mistake(kind=kind, subcommand="run" if kind.startswith("no_") else "status", typed=H, graph=H, rest=H)
+        yield f"mistake {kind}", {"text": mistake_text(mistake, command="/graph", graphs=[H, H + "2"])}
+    yield "unknown graph", {"text": unknown_graph(name=H, task=H, graphs=[H + "x"], command="/graph")}
+    yield "unknown graph, none", {"text": unknown_graph(name=H, task=H, graphs=["deploy"], command="/graph")}
 
 
 def _payload(rendered: Any) -> Any:

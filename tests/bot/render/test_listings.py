@@ -11,6 +11,7 @@ from bot.render.listings import (
     MAX_RUNS,
     MAX_TRAIL_SHOWN,
     NO_RUNS,
+    open_asks,
     run_line,
     run_list,
     run_status,
@@ -267,3 +268,11 @@ def test_sections_pack_lines_within_limits_and_count_what_is_left_out() -> None:
     assert sections(["a", "b"]) == ["a\nb"]
     [cut] = sections(["&" * 5000])
     assert len(cut) <= 3000 and "truncated" in cut
+
+
+def test_questions_raised_together_are_listed_in_the_order_their_cards_were_posted() -> None:
+    security = make_ask("k1", name="security_signoff", node_id="security")
+    qa = make_ask("k2", name="qa_signoff", node_id="qa")
+    assert [a.key for a in open_asks(make_run(asks={"k1": security, "k2": qa}))] == ["k2", "k1"]  # by node id
+    text = all_text(run_status(run=make_run(asks={"k1": security, "k2": qa}), command="/graph"))
+    assert text.index("Qa signoff") < text.index("Security signoff")

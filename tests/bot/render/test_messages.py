@@ -1,21 +1,17 @@
-"""Run messages and command replies: huge outputs, escaping and usage text."""
+"""Run messages and command replies: huge outputs and escaping (help and mistakes: test_usage.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from bot.render import (
     graph_list,
-    help_text,
     run_cancelled,
     run_completed,
     run_failed,
     run_started,
-    usage_error,
 )
-from bot.render.messages import run_rejected, split_output
+from bot.render.messages import ending_of, run_rejected, split_output
 from engine.records import Ask, AskStatus, Decision, Run, RunStatus, Verdict
 from tests.bot.render import all_text, assert_harmless, assert_within_limits
 
@@ -129,26 +125,6 @@ def test_run_cancelled() -> None:
     message = run_cancelled(run=make_run(status=RunStatus.CANCELLED, graph="<!channel>"))
     assert_within_limits(message)
     assert "was cancelled" in all_text(message)
-
-
-@pytest.mark.parametrize("command", ["/graph", "/deploy-bot"])
-def test_help_text_lists_every_command(command: str) -> None:
-    text = help_text(command=command)
-    assert_harmless(text)
-    for line in (
-        f"`{command} run &lt;graph&gt; &lt;task text&gt;`",
-        f"`{command} list`",
-        f"`{command} help`",
-    ):
-        assert line in text
-
-
-def test_usage_error_states_the_problem_then_usage() -> None:
-    text = usage_error(command="/graph", problem="unknown graph <!channel>")
-    assert_harmless(text)
-    assert text.startswith(":warning: unknown graph &lt;!channel&gt;\n")
-    assert "`/graph run &lt;graph&gt; &lt;task text&gt;`" in text
-    assert len(usage_error(command="/graph", problem="p" * 10_000)) <= 3000
 
 
 def test_graph_list() -> None:
@@ -270,3 +246,19 @@ def test_every_ending_survives_hostile_rejections() -> None:
         message = render(run=run)
         assert_within_limits(message)
         assert "…and 35 more rejections" in all_text(message)
+
+
+def test_how_a_run_ended_is_read_back_from_each_endings_own_message() -> None:
+    """``ending_of`` (the offline demo's summary counts by it) against every ending's real text."""
+    rejected = answered("a1", verdict=Verdict.REJECT, user="U0BOB", at=10.0, text="no", **HITL_ASK)
+    for graph in ("deploy", "stopped", "finished-after"):  # a graph's name cannot pass for an ending
+        cases = [
+            (run_completed(run=make_run(graph=graph, output="ok")), "finished"),
+            (run_completed(run=make_run(graph=graph, asks={"a1": rejected}, output="kept")), "finished"),
+            (run_failed(run=make_run(graph=graph, status=RunStatus.FAILED, error="node x: Boom: no")), "failed"),
+            (run_rejected(run=make_run(graph=graph, status=RunStatus.REJECTED, error="gate said no")), "stopped"),
+            (run_cancelled(run=make_run(graph=graph, status=RunStatus.CANCELLED, cancelled_by="U0BOB")), "cancelled"),
+        ]
+        for message, ending in cases:
+            assert ending_of(message.text) == ending, message.text
+    assert ending_of("planner finished") == "" and ending_of("") == ""
