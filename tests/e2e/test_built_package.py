@@ -21,8 +21,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,20 +126,9 @@ class BuiltContainer(LambdaContainer):
         self.package = package
         self.bootstrap = runtime.bootstrap
 
-    def _spawn(self) -> None:
-        if self._process is not None:
-            return
-        self._log = self.log_path.open("ab")
-        self.started_at = time.monotonic()
-        self._process = subprocess.Popen(
-            [sys.executable, "-S", str(self.bootstrap)],
-            env=self.env,
-            cwd=self.package,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-        )
-        threading.Thread(target=self._read_replies, args=(self._process,), daemon=True).start()
+    def command(self) -> tuple[list[str], Path]:
+        """The built package's bootstrap, with no site-packages (``-S``), in the package's folder."""
+        return [sys.executable, "-S", str(self.bootstrap)], self.package
 
 
 @pytest.fixture

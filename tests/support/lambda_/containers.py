@@ -172,15 +172,20 @@ class LambdaContainer:
             self._spawn()
         return self
 
+    def command(self) -> tuple[list[str], Path]:
+        """What the container runs, and where: this checkout's runtime stand-in."""
+        return [sys.executable, "-m", "tests.support.lambda_container"], REPO
+
     def _spawn(self) -> None:
         if self._process is not None:
             return
         self._log = self.log_path.open("ab")
         self.started_at = time.monotonic()
+        argv, cwd = self.command()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.lambda_container"],
+            argv,
             env=self.env,
-            cwd=REPO,
+            cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
