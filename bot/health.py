@@ -7,6 +7,11 @@ result is kept for ``CACHE_SECONDS`` and at most one probe is in flight per proc
 ``GetItem`` (strongly consistent, of an item that does not exist: one read request unit)
 every ``CACHE_SECONDS``, whatever the polling rate; on SQLite one indexed ``SELECT``.
 
+``/healthz`` is public (it sits beside ``/slack/events``), so its reason is one of a few
+fixed sentences: AWS's own message would show the account id, the role, the table and the
+region to anyone. The full line (worded as ``approval-bot`` words it at start) goes to the
+log, once each time the cause changes.
+
 The probe is a read the bot does anyway (``RunStore.load``), not ``DescribeTable``: the
 least-privilege role in ``template.yaml`` grants only the item calls the store makes, and
 a health check must not need a permission the bot does not.
@@ -15,6 +20,7 @@ a health check must not need a permission the bot does not.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +31,11 @@ from bot.cli_errors import explain
 if TYPE_CHECKING:
     from bot.services import Services
     from engine.store import RunStore
+
+log = logging.getLogger(__name__)
+
+NOT_LOADED: Final = "the graph modules are not loaded yet (the bot is still starting)"
+STORE_FAILED: Final = "the store did not answer (the bot's log says why)"
 
 PROBE_RUN_ID: Final = "healthz-probe"
 """A run id no run can have (``engine.ids``: 16 base32 characters, no dash): a read that finds nothing."""
@@ -79,10 +90,11 @@ class HealthCheck:
         self._last: Health | None = None
         self._checked_at = 0.0
         self._probe: asyncio.Future[None] | None = None
+        self._logged = ""
 
     async def check(self) -> Health:
         if not self._services.graphs.loaded:
-            return Health(ok=False, reason="the graph modules are not loaded yet (the bot is still starting)")
+            return Health(ok=False, reason=NOT_LOADED)
         if self._last is not None and self._clock() - self._checked_at < self._cache_seconds:
             return self._last
         if self._probe is None or self._probe.done():
@@ -95,9 +107,17 @@ class HealthCheck:
         except TimeoutError:
             health = Health(ok=False, reason=f"the store did not answer within {self._timeout:g} s")
         except Exception as error:
-            health = Health(ok=False, reason=store_reason(error))
+            health = Health(ok=False, reason=STORE_FAILED)
+            self._log_once(store_reason(error))
+        else:
+            self._logged = ""
         self._last, self._checked_at = health, self._clock()
         return health
+
+    def _log_once(self, detail: str) -> None:
+        if detail != self._logged:
+            self._logged = detail
+            log.warning("/healthz: %s", detail)
 
 
 def _retrieve(probe: asyncio.Future[None]) -> None:

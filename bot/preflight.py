@@ -22,15 +22,16 @@ if TYPE_CHECKING:
     from bot.services import Services
     from bot.settings import Settings
 
-BOT_TOKEN_PREFIXES: Final = ("xoxb-", "xoxe.xoxb-")
-"""A bot token; ``xoxe.xoxb-`` is the same token when the app has token rotation turned on."""
+BOT_TOKEN_PREFIXES: Final = ("xoxb-",)
+"""A bot token. A rotating one (``xoxe.xoxb-``) is refused: it expires after 12 hours and the
+bot does not refresh it, so a bot started with one would fail every Slack call by evening."""
 APP_TOKEN_PREFIX: Final = "xapp-"
 
 _WHERE_BOT: Final = "the Bot User OAuth Token (xoxb-…) from OAuth & Permissions"
 _WHERE_APP: Final = "the app-level token (xapp-…, with connections:write) from Basic Information"
 _KINDS: Final = (
     ("xoxb-", "a bot token"),
-    ("xoxe.xoxb-", "a bot token"),
+    ("xoxe.xoxb-", "a rotating bot token, which expires in 12 hours and this bot does not refresh"),
     ("xapp-", "an app-level token"),
     ("xoxp-", "a user token"),
     ("xoxe.xoxp-", "a user or configuration token"),
@@ -64,6 +65,8 @@ def _check(variable: str, token: str, prefixes: tuple[str, ...], wanted: str) ->
     found = f"is {kind}" if kind else "does not look like a Slack token of that kind"
     swapped = {"an app-level token": "SLACK_APP_TOKEN", "a bot token": "SLACK_BOT_TOKEN"}.get(kind or "")
     hint = f" (that one belongs in {swapped})" if swapped and swapped != variable else ""
+    if token.startswith("xoxe.xoxb-"):
+        hint = " (turn token rotation off under OAuth & Permissions, then reinstall the app)"
     raise ConfigError(f"{variable} {found}; set it to {wanted}{hint}")
 
 

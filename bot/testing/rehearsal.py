@@ -40,8 +40,9 @@ START_TIMEOUT = 10.0
 BOOT_TIMEOUT = 120.0  # importing Strands and the graph modules, the first time in a process
 SHUTDOWN_TIMEOUT = 30.0
 MARGIN = 15.0  # beyond a wait's own timeout, for the loop to answer at all
-# Settings the kit makes itself: a test cannot point the bot at another Slack.
-_OURS = frozenset({"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "SLACK_APP_TOKEN"})
+# Settings the kit makes itself: a test cannot point the bot at another Slack, nor at a
+# model provider (a rehearsal is offline; `env` with AWS keys must not reach Bedrock).
+_OURS = frozenset({"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "SLACK_APP_TOKEN", "GRAPH_MODEL"})
 _ONE_AT_A_TIME = threading.Lock()
 
 
@@ -69,7 +70,7 @@ class Rehearsal:
             raise ValueError(f"channel must be a channel id (C… or G…), not {channel!r}")
         taken = sorted(_OURS & set(env or {}))
         if taken:
-            raise ValueError(f"the rehearsal makes its own Slack; leave {', '.join(taken)} out of env")
+            raise ValueError(f"a rehearsal makes its own Slack and runs offline; leave {', '.join(taken)} out of env")
         self.channel = channel
         self._modules = [m.strip() for m in graph_modules if m.strip()]
         self._env = dict(env or {})

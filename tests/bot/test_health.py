@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from bot.health import PROBE_RUN_ID, HealthCheck
+import pytest
+
+from bot.health import PROBE_RUN_ID, STORE_FAILED, HealthCheck
 from bot.services import Services
 from engine.store import StoreUnavailable
 
@@ -67,12 +71,23 @@ async def test_polls_within_the_cache_cost_one_read() -> None:
     assert len(services.store.reads) == 2
 
 
-async def test_a_store_error_is_a_one_line_reason_and_graphs_not_loaded_reads_nothing() -> None:
+async def test_a_store_error_is_a_fixed_public_reason_and_its_detail_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """/healthz is public: AWS's message (account id, role, table, region) goes to the log only."""
     services, clock = _Services(), _Clock()
-    services.store.error = StoreUnavailable("sqlite: disk I/O error\nmore")
-    found = await _check(services, clock).check()
-    assert not found.ok and found.reason == "the store did not answer (StoreUnavailable: sqlite: disk I/O error)"
-    assert found.body(graphs_loaded=True) == {"ok": False, "graphs_loaded": True, "reason": found.reason}
+    secret = "User: arn:aws:sts::123456789012:assumed-role/bot/x is not authorized on table/prod-approvals"
+    services.store.error = StoreUnavailable(f"{secret}\nmore")
+    check = _check(services, clock)
+    with caplog.at_level(logging.WARNING, logger="bot.health"):
+        found = await check.check()
+        clock.now += 5
+        await check.check()  # the same cause again: not logged again
+    assert not found.ok and found.reason == STORE_FAILED
+    assert "123456789012" not in json.dumps(found.body(graphs_loaded=True))
+    assert found.body(graphs_loaded=True) == {"ok": False, "graphs_loaded": True, "reason": STORE_FAILED}
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 1 and secret in logged[0], logged
 
     services = _Services(graphs=_Graphs(loaded=False))
     found = await _check(services, clock).check()

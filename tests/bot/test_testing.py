@@ -183,6 +183,12 @@ def test_exit_puts_everything_back_even_when_the_test_fails(monkeypatch: pytest.
         Rehearsal(graph_modules=[DEPLOY]).__enter__()
 
 
+@pytest.mark.parametrize("name", ["GRAPH_MODEL", "SLACK_API_URL"])
+def test_env_cannot_send_a_rehearsal_to_a_model_provider_or_another_slack(name: str) -> None:
+    with pytest.raises(ValueError, match=f"runs offline; leave {name} out of env"):
+        Rehearsal(graph_modules=[DEPLOY], env={name: "bedrock", "AWS_ACCESS_KEY_ID": "AKIA…"})
+
+
 def test_a_graph_module_that_cannot_be_imported_fails_the_start_and_leaves_nothing_behind() -> None:
     from graph_defs.registry import GraphModuleError
 
