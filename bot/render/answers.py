@@ -88,5 +88,7 @@ def counted_text(result: DecideResult) -> str:
     have, need = len(ask.votes), ask.rules.quorum
     missing = max(need - have, 1)
     more = f"{missing} more approval{'s' if missing > 1 else ''}"
-    who = who_may_decide(ask, leaving_out=tuple(ask.votes))
+    # Not those who approved already, nor the requester where the policy refuses them a yes.
+    requester = (result.run.started_by,) if result.run is not None and not ask.rules.allow_self else ()
+    who = who_may_decide(ask, leaving_out=(*ask.votes, *requester))
     return f"Your approval counts: {have} of {need}. Waiting for {more} from {who}."

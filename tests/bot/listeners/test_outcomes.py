@@ -104,6 +104,20 @@ def test_a_counted_approval_says_how_many_more_and_from_whom() -> None:
     )
 
 
+def test_a_counted_approval_does_not_name_the_requester_who_may_not_approve() -> None:
+    ask = make_ask(rules=AskRules(approvers=("U0STARTER", "U0A", "U0B"), quorum=2), votes={"U0A": vote("U0A", 1.0)})
+    assert counted_text(DecideResult(accepted=True, run=make_run(ask), ask=ask)) == (
+        "Your approval counts: 1 of 2. Waiting for 1 more approval from <@U0B>."
+    )
+    allowed = make_ask(
+        rules=AskRules(approvers=("U0STARTER", "U0A", "U0B"), quorum=2, allow_self=True),
+        votes={"U0A": vote("U0A", 1.0)},
+    )
+    assert counted_text(DecideResult(accepted=True, run=make_run(allowed), ask=allowed)).endswith(
+        "from <@U0STARTER> or <@U0B>."
+    )
+
+
 def test_a_cancelled_run() -> None:
     ask = make_ask(status=AskStatus.OBSOLETE, closed=Closed.CANCELLED)
     run = make_run(ask, status=RunStatus.CANCELLED, cancelled_by="U0CANCEL")
