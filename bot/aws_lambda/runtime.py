@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from bot.app import build_edge
 from bot.aws_lambda.events import BadHttpEvent, http_request, http_response, is_http, is_scheduled
 from bot.aws_lambda.invoke import Forged, LambdaHandoff, envelope_key, is_envelope, unseal
+from bot.aws_lambda.sdk import check_runtime_sdk
 from bot.aws_lambda.secrets import SECRET_ENV, slack_secrets
 from bot.edge import EdgeReply
 from bot.handoff import HandoffFailed
@@ -52,6 +53,7 @@ class LambdaRuntime:
             raise ConfigError("AWS_LAMBDA_FUNCTION_NAME is not set: the bot hands work to its own function")
         secret = os.environ.get(SECRET_ENV)
         slack = SlackAccess.from_environ(os.environ, secrets=slack_secrets(secret) if secret else None)
+        check_runtime_sdk()  # after the secret's read, which imported botocore: free
 
         def settings() -> Settings:
             from pydantic import SecretStr

@@ -24,7 +24,7 @@ from bot.scaffold.source import BotSourceError, installed_requirement, requireme
 from bot.scaffold.template import render
 from bot.slack_access import ConfigError
 
-__all__ = ["BotSourceError", "InitError", "Written", "init_project"]
+__all__ = ["BotSourceError", "InitError", "Written", "init_project", "is_local_path", "lambda_python"]
 
 SUFFIX: Final = ".template"
 RENAMED: Final = {"gitignore": ".gitignore"}
@@ -45,12 +45,12 @@ class Written:
 
 
 def init_project(target: Path, *, bot_source: str | None = None) -> Written:
-    """Write a new project into ``target`` (made if missing; refused unless empty).
+    """Write a new project into ``target`` (made if missing; refused unless empty or only ``.git``).
 
     ``bot_source`` is what ``requirements.txt`` names for the bot: a path or a pip
-    requirement; by default where the running bot was installed from.
+    requirement; by default where the running bot was installed from. A folder that cannot
+    be made or written (its parent a file, no permission) is one ``InitError`` line.
     """
-    _check_target(target)
     requirement = requirement_from_spec(bot_source) if bot_source is not None else installed_requirement()
     python = lambda_python(sys.version_info[:2])
     files: dict[str, str] = {}
@@ -58,30 +58,47 @@ def init_project(target: Path, *, bot_source: str | None = None) -> Written:
         text = source.read_text(encoding="utf-8")
         files[relative] = render(text, python=python) if relative == "template.yaml" else text
     files["requirements.txt"] = _requirements(requirement)
-    target.mkdir(parents=True, exist_ok=True)
-    for relative, text in sorted(files.items()):
-        path = target / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    try:
+        _check_target(target)
+        target.mkdir(parents=True, exist_ok=True)
+        for relative, text in sorted(files.items()):
+            path = target / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename and str(error.filename) != str(target) else ""
+        raise InitError(f"cannot write the project to {target}{where}: {error.strerror or error}") from None
     return Written(root=target, files=tuple(sorted(files)), requirement=requirement)
 
 
 OLDEST_LAMBDA_PYTHON: Final = (3, 12)
 """The oldest Lambda Python a new project gets: AWS ends python3.11's support in 2026."""
+NEWEST_LAMBDA_PYTHON: Final = (3, 14)
+"""The newest Lambda Python this bot knows of: a newer one running init gets this one."""
 
 
 def lambda_python(running: tuple[int, ...]) -> tuple[int, int]:
-    """Lambda's Python for a new project: the one running init, or 3.12 if that is older.
+    """Lambda's Python for a new project: the one running init, within what Lambda offers.
 
-    The running one, so the team's tests and Lambda agree; never one AWS is retiring.
+    The running one, so the team's tests and Lambda agree; never one AWS is retiring, nor
+    one Lambda does not have yet (``sam deploy`` would refuse the runtime).
     """
-    return max((running[0], running[1]), OLDEST_LAMBDA_PYTHON)
+    return min(max((running[0], running[1]), OLDEST_LAMBDA_PYTHON), NEWEST_LAMBDA_PYTHON)
+
+
+def is_local_path(requirement: str) -> bool:
+    """A requirement that is one machine's path (teammates and CI cannot build from it)."""
+    return Path(requirement).is_absolute()
+
+
+KEPT: Final = frozenset({".git"})
+"""What a folder may already hold: ``git init`` first is a fine way to start."""
 
 
 def _check_target(target: Path) -> None:
     if target.exists() and not target.is_dir():
         raise InitError(f"{target} is a file; give a new or empty folder for the project")
-    if target.is_dir() and any(target.iterdir()):
+    if target.is_dir() and any(item.name not in KEPT for item in target.iterdir()):
         raise InitError(f"{target} is not empty; give a new or empty folder for the project")
 
 

@@ -10,10 +10,14 @@ package index, and its version pins it.
 from __future__ import annotations
 
 import json
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from bot.slack_access import ConfigError
 
@@ -67,18 +71,59 @@ def requirement_from_direct_url(text: str | None, *, version: str) -> str:
     return f"{DISTRIBUTION}=={version}"
 
 
+USAGE: Final = (
+    f"give a path to the bot's checkout, a git URL ({DISTRIBUTION} @ git+https://…) "
+    f"or a version ({DISTRIBUTION}==0.1.0)"
+)
+_USERINFO: Final = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<userinfo>[^/@\s]*)@")
+_ENV_VAR: Final = re.compile(r"\$\{[A-Z0-9_]+\}")
+"""pip expands ``${VAR}`` (capitals, digits, ``_``) in requirements files, from the environment."""
+
+
 def requirement_from_spec(spec: str) -> str:
-    """``--bot-source``: an existing folder or file becomes its absolute path; anything else is a
-    pip requirement, kept as given (``slack-approval-bot==0.1.0``, ``slack-approval-bot @ git+https://…``)."""
+    """``--bot-source``: an existing folder or file becomes its absolute path; anything else must be
+    a requirement for the bot (``slack-approval-bot==0.1.0``, ``slack-approval-bot @ git+https://…``),
+    kept as given. ``requirements.txt`` is committed, so a URL never carries a credential:
+    only ``${VAR}`` forms, which pip fills in from the environment when it reads the file."""
     spec = spec.strip()
     if not spec or "\n" in spec or spec.startswith("-"):
-        raise BotSourceError(
-            f"--bot-source {spec!r} is not a requirement; give a path to the bot's checkout, a git URL "
-            f"({DISTRIBUTION} @ git+https://…) or a version ({DISTRIBUTION}==0.1.0)"
-        )
+        raise BotSourceError(f"--bot-source {_shown(spec)!r} is not a requirement; {USAGE}")
+    _refuse_credentials(spec)
     path = Path(spec).expanduser()
     if path.exists():
         return str(path.resolve())
     if spec.startswith((".", "/", "~")):
         raise BotSourceError(f"--bot-source {spec!r}: no such file or folder; give the path to the bot's checkout")
+    try:
+        requirement = Requirement(spec)
+    except InvalidRequirement:
+        raise BotSourceError(f"--bot-source {_shown(spec)!r} is not one requirement; {USAGE}") from None
+    if canonicalize_name(requirement.name) != DISTRIBUTION:
+        raise BotSourceError(f"--bot-source {_shown(spec)!r} names {requirement.name!r}, not the bot; {USAGE}")
+    if requirement.marker is not None:
+        raise BotSourceError(
+            f"--bot-source {_shown(spec)!r} has an environment marker: the bot is needed everywhere; {USAGE}"
+        )
     return spec
+
+
+def _refuse_credentials(spec: str) -> None:
+    """A user or password in a URL would be printed and committed with ``requirements.txt``.
+
+    ``${VAR}`` forms are kept as written; ``ssh://git@host`` names an account, not a secret."""
+    for match in _USERINFO.finditer(spec):
+        userinfo, scheme = match["userinfo"], match["scheme"].lower()
+        if not userinfo or all(_ENV_VAR.fullmatch(part) for part in userinfo.split(":", 1)):
+            continue
+        if scheme.endswith("ssh") and ":" not in userinfo:
+            continue
+        raise BotSourceError(
+            f"--bot-source {_shown(spec)!r} has a credential in its URL, which requirements.txt (a committed file) "
+            "would hold: name an environment variable instead, which pip expands, "
+            "e.g. git+https://${GIT_TOKEN}@github.com/OWNER/REPO"
+        )
+
+
+def _shown(spec: str) -> str:
+    """``spec`` with any URL's user and password hidden, for a message."""
+    return _USERINFO.sub(lambda m: f"{m['scheme']}://***@" if m["userinfo"] else m[0], spec)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -79,9 +80,17 @@ def test_init_writes_a_project_that_pins_the_bot_and_names_its_graphs(project: P
 
 
 @pytest.mark.parametrize(
-    ("running", "lambda_version"), [((3, 11, 7), (3, 12)), ((3, 12, 1), (3, 12)), ((3, 13, 0), (3, 13))]
+    ("running", "lambda_version"),
+    [
+        ((3, 11, 7), (3, 12)),
+        ((3, 12, 1), (3, 12)),
+        ((3, 13, 0), (3, 13)),
+        ((3, 14, 2), (3, 14)),
+        ((3, 15, 0), (3, 14)),
+        ((4, 0, 0), (3, 14)),
+    ],
 )
-def test_a_project_gets_the_python_running_init_but_never_one_aws_retires(
+def test_a_project_gets_the_python_running_init_but_never_one_aws_retires_nor_one_it_lacks(
     running: tuple[int, int, int], lambda_version: tuple[int, int]
 ) -> None:
     assert lambda_python(running) == lambda_version
@@ -132,6 +141,40 @@ def test_the_generated_tests_pass(project: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
+# (a requirements.txt line, where the Makefile sends it: "local" is built into a wheel first)
+SPLIT = [
+    ("numpy==2.1.0  # ask ops@example.com", "registry", "numpy==2.1.0"),
+    ("requests  # see https://example.org/x", "registry", "requests"),
+    ("  -e ./x", "registry", "-e ./x"),
+    ("--index-url https://pypi.example.org/simple", "registry", "--index-url https://pypi.example.org/simple"),
+    ('attrs>=23 ; python_version < "3.12"', "registry", 'attrs>=23 ; python_version < "3.12"'),
+    ("foo#bar", "registry", "foo#bar"),
+    ("# only a comment, with / and @", None, None),
+    ("   ", None, None),
+    ("/home/me/bot", "local", "/home/me/bot"),
+    ("  ./vendor/pkg   # ours", "local", "./vendor/pkg"),
+    ("~/src/thing", "local", "~/src/thing"),
+    (f"{DISTRIBUTION} @ git+https://github.com/o/b@v1", "local", f"{DISTRIBUTION} @ git+https://github.com/o/b@v1"),
+    ("pkg[extra]@ https://e.org/p-1.0-py3-none-any.whl", "local", "pkg[extra]@ https://e.org/p-1.0-py3-none-any.whl"),
+    ("git+https://github.com/o/b@v1#egg=b", "local", "git+https://github.com/o/b@v1#egg=b"),
+    ("https://e.org/a-1.0-py3-none-any.whl", "local", "https://e.org/a-1.0-py3-none-any.whl"),
+]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_the_makefile_builds_only_paths_and_urls_into_wheels(project: Path) -> None:
+    """The Makefile's own split (``make split-requirements``, as ``sam build`` runs it): a comment
+    or leading spaces never make a registry requirement local, nor hide an option."""
+    (project / "requirements.txt").write_text("".join(f"{line}\n" for line, _, _ in SPLIT))
+    done = subprocess.run(
+        ["make", "-s", "split-requirements", "WORK=w"], cwd=project, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    got = {kind: (project / "w" / f"{kind}.txt").read_text().splitlines() for kind in ("local", "registry")}
+    want = {kind: [out for _, k, out in SPLIT if k == kind] for kind in ("local", "registry")}
+    assert got == want
+
+
 # -- the command: refusals in one line ---------------------------------------------------------------------
 
 
@@ -156,9 +199,42 @@ def test_init_refuses_a_file_and_a_missing_bot_path(tmp_path: Path, capsys: pyte
     assert not (tmp_path / "new").exists()
 
 
+def test_init_refuses_a_folder_it_cannot_make_or_write_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "afile").write_text("")
+    source = ["--bot-source", f"{DISTRIBUTION}==0.1.0"]
+    assert "cannot write the project" in _one_line_refusal(capsys, ["init", str(tmp_path / "afile" / "sub"), *source])
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refuse)  # root may write anywhere: the refusal is faked
+    line = _one_line_refusal(capsys, ["init", str(tmp_path / "locked" / "new"), *source])
+    assert "cannot write the project" in line and "Permission denied" in line, line
+
+
+def test_init_takes_a_folder_that_holds_only_git(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert main(["init", str(tmp_path), "--bot-source", f"{DISTRIBUTION}==0.1.0"]) == 0
+    assert (tmp_path / "template.yaml").is_file() and (tmp_path / ".git" / "HEAD").is_file()
+
+
+def test_init_quotes_the_folder_and_warns_about_a_local_bot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "our approvals"
+    assert main(["init", str(folder), "--bot-source", str(REPO)]) == 0
+    out, err = capsys.readouterr()
+    assert f"Next: cd {shlex.quote(str(folder))} && " in out, out
+    (warning,) = err.splitlines()
+    assert str(REPO) in warning and "teammates and CI cannot build from it" in warning
+    assert f"{DISTRIBUTION}==" in warning and "git+https://" in warning, warning
+
+
 def test_init_into_an_empty_folder_prints_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["init", str(tmp_path), "--bot-source", f"{DISTRIBUTION}==0.1.0"]) == 0
-    assert "template.yaml" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "template.yaml" in out and not err, "a pinned version: no warning"
     assert (tmp_path / "requirements.txt").read_text().count(f"\n{DISTRIBUTION}==0.1.0\n") == 1
 
 
@@ -200,6 +276,43 @@ def test_a_bot_source_is_a_path_or_a_requirement(tmp_path: Path) -> None:
     for bad in ("", "-e .", "a\nb", "/no/such/folder"):
         with pytest.raises(BotSourceError):
             requirement_from_spec(bad)
+
+
+KEPT_AS_GIVEN = [
+    f"{DISTRIBUTION}==0.1.0",
+    "Slack_Approval.Bot>=0.1",
+    f"{DISTRIBUTION} @ git+https://${{GIT_TOKEN}}@github.com/org/bot.git@v1",
+    f"{DISTRIBUTION} @ git+https://${{GIT_USER}}:${{GIT_TOKEN}}@github.com/org/bot.git@v1",
+    f"{DISTRIBUTION} @ git+ssh://git@github.com/org/bot.git@v1",
+]
+REFUSED = [
+    ("git+https://alice:ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
+    (f"{DISTRIBUTION} @ git+https://alice:ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
+    (f"{DISTRIBUTION} @ git+https://ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
+    (f"{DISTRIBUTION} @ git+ssh://git:ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
+    ("x --index-url https://pypi.example.org/simple", "not one requirement"),
+    ("git+https://github.com/org/bot.git@v1", "not one requirement"),
+    (f"{DISTRIBUTION}==0.1.0 --hash=sha256:00", "not one requirement"),
+    ("requests==2.32.0", "not the bot"),
+    (f'{DISTRIBUTION}==0.1.0; python_version < "3.13"', "environment marker"),
+]
+
+
+@pytest.mark.parametrize("spec", KEPT_AS_GIVEN)
+def test_a_bot_requirement_is_written_as_given(spec: str) -> None:
+    assert requirement_from_spec(spec) == spec
+
+
+@pytest.mark.parametrize(("spec", "why"), REFUSED)
+def test_a_bot_source_that_is_not_the_bot_or_holds_a_secret_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, why: str
+) -> None:
+    line = _one_line_refusal(capsys, ["init", str(tmp_path / "p"), "--bot-source", spec])
+    assert why in line, line
+    assert "SECRET" not in line, "a credential is never printed"
+    if why == "environment variable":
+        assert "${GIT_TOKEN}" in line, line
+    assert not (tmp_path / "p").exists()
 
 
 # -- the template: the repository's, derived -----------------------------------------------------------------
@@ -253,7 +366,7 @@ def test_a_wheel_built_from_a_path_carries_init_and_its_files(tmp_path: Path) ->
     code = (
         "import sys, bot.scaffold as s\n"
         f"assert s.__file__.startswith({str(target)!r}), s.__file__\n"
-        f"s.init_project(__import__('pathlib').Path({str(tmp_path / 'p')!r}), bot_source='x==1')\n"
+        f"s.init_project(__import__('pathlib').Path({str(tmp_path / 'p')!r}), bot_source='slack-approval-bot==0.1.0')\n"
     )
     run = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)}, capture_output=True
