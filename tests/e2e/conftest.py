@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).resolve().parents[2]
 CHANNEL = "C0E2E"
+HEALTH_POLL_SECONDS = 0.02
+"""How often a starting bot is asked whether it is up: a start takes about a second, and
+every test starts one or more, so a coarse poll costs half its period on each."""
 
 
 def _free_port() -> int:
@@ -185,8 +188,11 @@ async def start_bot(
         return bot
 
     yield start
+    # The test is over: a bot still running is killed, not drained. A drain here proves
+    # nothing (no test looks at it; tests/e2e/test_resilience.py stops bots with SIGTERM
+    # and checks the drain), and waited 0.2 to 5 s per bot for background Slack calls.
     for bot in started:
-        await bot.stop()
+        bot.kill()
     if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
         for bot in started:
             print(f"--- {bot.log.name} ---\n{bot.output()[-4000:]}")
@@ -204,7 +210,7 @@ async def _wait_healthy(bot: BotProcess, timeout: float = 60.0) -> None:
                         return
             except aiohttp.ClientError:
                 pass
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(HEALTH_POLL_SECONDS)
     raise TimeoutError(f"the bot did not become healthy:\n{bot.output()[-3000:]}")
 
 
@@ -216,7 +222,7 @@ async def _wait_connected(bot: BotProcess, slack: LocalSlack, *, before: int, ti
             raise RuntimeError(f"the bot exited with {bot.process.returncode}:\n{bot.output()[-3000:]}")
         if slack.socket_mode.connections_opened > before and slack.socket_mode.connected:
             return
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(HEALTH_POLL_SECONDS)
     raise TimeoutError(f"the bot did not connect over Socket Mode:\n{bot.output()[-3000:]}")
 
 

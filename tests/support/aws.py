@@ -16,6 +16,13 @@ at an item in moto's backend just before and just after a write with nothing in 
 Credentials and region are fake and set for the whole session (and restored after),
 with profiles, config files and instance metadata switched off, so nothing under test
 can reach a real AWS account.
+
+Every botocore session of the test process reads the service models through one shared
+loader (``_share_one_model_loader``): the store makes a session of its own per client, as
+it should, and each new session otherwise parses the DynamoDB and S3 models again, about
+50 ms a client. The tests open a store per simulated process, per example or per check,
+hundreds of times (over a minute of the default run in model parsing alone); a bot process
+opens one, and is left alone.
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 import pytest
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from moto.server import ThreadedMotoServer
@@ -39,6 +48,41 @@ from tests.support.capacity import CapacityMeter
 
 REGION = "eu-west-1"
 _WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class _SharedLoader(botocore.loaders.Loader):  # type: ignore[misc]
+    """A loader with boto3's data path already on it, that every session may share.
+
+    ``boto3.Session`` appends its data path to the loader it gets each time it is made;
+    here it appends to a copy, so the shared list does not grow by one entry a session.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._search_paths.append(os.path.join(os.path.dirname(boto3.__file__), "data"))
+
+    @property
+    def search_paths(self) -> list[str]:
+        return list(self._search_paths)
+
+
+def _share_one_model_loader() -> None:
+    """Make each new botocore session of this process use one loader (and its cache).
+
+    What a loader returns (service models, endpoint rules, partitions) is read-only data
+    that botocore already shares between the clients of one session; sharing it between
+    sessions changes nothing else: each session keeps its own credentials, config, event
+    hooks and connection pools. ``AWS_DATA_PATH`` is not honoured (no test sets it).
+    """
+    loader = _SharedLoader()
+
+    def register(session: botocore.session.Session) -> None:
+        session._components.lazy_register_component("data_loader", lambda: loader)
+
+    botocore.session.Session._register_data_loader = register
+
+
+_share_one_model_loader()
 
 
 def _operation(environ: dict[str, Any]) -> str:
