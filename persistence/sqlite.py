@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from engine.audit import AuditEvent
 from engine.records import Ask, Decision, MessageRef, Run, RunStatus
@@ -47,6 +47,8 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 _BUSY_TIMEOUT_S = 30.0
+_CLOSE_WAIT_S = 10.0
+"""How long ``close`` waits for statements in flight on other threads to finish."""
 
 # Finished runs by when they finished (``purge``): an index on the document's own fields,
 # so no column needs keeping in step, and a file made before it gets it on open.
@@ -75,12 +77,16 @@ CREATE INDEX IF NOT EXISTS runs_by_starter ON runs ({_STARTED_BY}, {_CREATED_AT}
 
 
 def _mapped(method: Callable[P, T]) -> Callable[P, T]:
-    """sqlite3's errors as the store's: a locked or busy file is transient, the rest is not."""
+    """sqlite3's errors as the store's: a locked or busy file is transient, the rest is not.
+
+    Every call is also counted in flight, so that ``close`` never closes a connection a
+    statement is running on (sqlite3 crashes the process when that happens)."""
 
     @functools.wraps(method)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            return method(*args, **kwargs)
+            with cast("SqliteRunStore", args[0])._in_use():
+                return method(*args, **kwargs)
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(f"sqlite: {exc}") from exc
         except sqlite3.Error as exc:
@@ -97,6 +103,10 @@ class SqliteRunStore:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
+        self._idle = threading.Condition()
+        self._active = 0
+        self._closing = False
+        self._calling = threading.local()  # a call's depth on this thread: a call within a call never waits
         self._create_schema()
 
     @_mapped
@@ -134,13 +144,43 @@ class SqliteRunStore:
             raise
         conn.execute("COMMIT")
 
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        depth: int = getattr(self._calling, "depth", 0)
+        with self._idle:
+            if depth == 0:
+                self._idle.wait_for(lambda: not self._closing)
+            self._active += 1
+        self._calling.depth = depth + 1
+        try:
+            yield
+        finally:
+            self._calling.depth = depth
+            with self._idle:
+                self._active -= 1
+                self._idle.notify_all()
+
     def close(self) -> None:
-        """Close every connection this store opened (tests, process shutdown)."""
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
-        self._local = threading.local()
+        """Close every connection this store opened (tests, process shutdown).
+
+        A call still running on another thread (a worker thread its task was cancelled
+        away from) is waited for, and calls that come meanwhile wait for the close; if one
+        still runs after ``_CLOSE_WAIT_S``, the connections stay open rather than be
+        closed under it. The store opens new connections if used again.
+        """
+        with self._idle:
+            self._closing = True
+            try:
+                if not self._idle.wait_for(lambda: self._active == 0, timeout=_CLOSE_WAIT_S):
+                    return
+                with self._lock:
+                    connections, self._connections = self._connections, []
+                for conn in connections:
+                    conn.close()
+                self._local = threading.local()
+            finally:
+                self._closing = False
+                self._idle.notify_all()
 
     # -- RunStore ------------------------------------------------------------------
 
