@@ -315,6 +315,10 @@ for _short, _deployment in _DEPLOYMENTS.items():
             whole,
         )
 
+# The test suite as the README's second command runs it (bench/results/suite.json).
+FIGURES["suite.tests"] = (lambda: round(results("suite")["tests"], -1), whole)
+FIGURES["suite.minutes"] = (lambda: -(-results("suite")["seconds"] // 60), whole)
+
 # The Lambda package of an `approval-bot init` project (bench/results/package.json, which
 # .ci/package-check measures and holds within a few MB of the build it makes).
 FIGURES["package.arm64_mb"] = (lambda: results("package")["arm64_mb"], dec(1))
