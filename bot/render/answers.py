@@ -8,7 +8,7 @@ module only words each case, naming who may decide instead when that helps.
 from __future__ import annotations
 
 from bot.render.mrkdwn import mention
-from bot.render.titles import ANYONE, who_may_decide
+from bot.render.titles import ANYONE, still_to_approve_leaving_out, who_may_decide
 from engine.policy import Refusal
 from engine.ports import DecideResult, Outcome
 from engine.records import Ask, Verdict
@@ -88,7 +88,6 @@ def counted_text(result: DecideResult) -> str:
     have, need = len(ask.votes), ask.rules.quorum
     missing = max(need - have, 1)
     more = f"{missing} more approval{'s' if missing > 1 else ''}"
-    # Not those who approved already, nor the requester where the policy refuses them a yes.
-    requester = (result.run.started_by,) if result.run is not None and not ask.rules.allow_self else ()
-    who = who_may_decide(ask, leaving_out=(*ask.votes, *requester))
+    started_by = result.run.started_by if result.run is not None else ""
+    who = who_may_decide(ask, leaving_out=still_to_approve_leaving_out(ask, started_by=started_by))
     return f"Your approval counts: {have} of {need}. Waiting for {more} from {who}."

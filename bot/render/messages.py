@@ -34,7 +34,7 @@ from bot.render.mrkdwn import (
     short,
     slack_date,
 )
-from bot.render.titles import ANYONE, card_title, mention_ids, who_may_decide
+from bot.render.titles import ANYONE, card_title, mention_ids, still_to_approve_leaving_out, who_may_decide
 from bot.render.usage import DEFAULT_COMMAND
 from engine.deadlines import ESCALATE, human_duration
 from engine.outcome import decisive_asks, failure_parts, rejections
@@ -186,7 +186,7 @@ def ask_notice(*, run: Run, ask: Ask, index: int) -> Rendered:
             f"still undecided{waited}{expiry}.{card}"
         )
     else:
-        who = who_may_decide(ask, leaving_out=tuple(ask.votes))
+        who = who_may_decide(ask, leaving_out=still_to_approve_leaving_out(ask, started_by=run.started_by))
         if who == ANYONE:
             line = f":bell: Reminder: *{title}* is waiting for a decision from {ANYONE}{progress}{expiry}.{card}"
         else:

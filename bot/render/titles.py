@@ -123,6 +123,12 @@ def mention_ids(ids: Sequence[str], *, joiner: str = "or", first: str = "") -> s
     return f"{', '.join(named[:-1])} {joiner} {named[-1]}"
 
 
+def still_to_approve_leaving_out(ask: Ask, *, started_by: str) -> tuple[str, ...]:
+    """Whom a "waiting for approvals from …" line leaves out: who approved already, and the
+    requester where the policy refuses them a yes (they may still reject)."""
+    return (*ask.votes, *(() if ask.rules.allow_self else (started_by,)))
+
+
 def who_may_decide(ask: Ask, *, leaving_out: Sequence[str] = ()) -> str:
     """Who may decide ``ask`` now (its approvers, plus the escalation group once
     escalated), as mentions, or "anyone in the channel". ``leaving_out``: users not to

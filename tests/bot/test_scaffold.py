@@ -145,7 +145,10 @@ def test_the_generated_tests_pass(project: Path) -> None:
 SPLIT = [
     ("numpy==2.1.0  # ask ops@example.com", "registry", "numpy==2.1.0"),
     ("requests  # see https://example.org/x", "registry", "requests"),
-    ("  -e ./x", "registry", "-e ./x"),
+    ("  -e ./x", "local", "./x"),
+    ("--editable=../bot", "local", "../bot"),
+    ("-r graphs-requirements.txt", "registry", "-r {here}/graphs-requirements.txt"),
+    ("--constraint /abs/c.txt", "registry", "--constraint /abs/c.txt"),
     ("--index-url https://pypi.example.org/simple", "registry", "--index-url https://pypi.example.org/simple"),
     ('attrs>=23 ; python_version < "3.12"', "registry", 'attrs>=23 ; python_version < "3.12"'),
     ("foo#bar", "registry", "foo#bar"),
@@ -171,7 +174,7 @@ def test_the_makefile_builds_only_paths_and_urls_into_wheels(project: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     got = {kind: (project / "w" / f"{kind}.txt").read_text().splitlines() for kind in ("local", "registry")}
-    want = {kind: [out for _, k, out in SPLIT if k == kind] for kind in ("local", "registry")}
+    want = {kind: [out.format(here=project) for _, k, out in SPLIT if k == kind] for kind in ("local", "registry")}
     assert got == want
 
 

@@ -3,6 +3,7 @@ approvals it needs and has, when it expires, escalation, expiry and cancellation
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -210,6 +211,16 @@ def test_a_reminder_for_anyone_leaves_out_who_already_approved() -> None:
     text = ask_notice(run=make_run(), ask=voted, index=0).text
     assert text.startswith(":bell: Reminder: <@U0ALICE> or <@U0CAROL> — *Approve deploy* is waiting")
     assert "(1 of 2 approvals so far); it expires" in text
+
+
+def test_a_reminder_does_not_ping_the_requester_the_policy_refuses_a_yes() -> None:
+    rules = AskRules(approvers=("U0STARTER", "U0ALICE"), quorum=1, expires_at=EXPIRES)
+    ask = make_ask(rules=rules, notices=("remind",))
+    assert ask_notice(run=make_run(), ask=ask, index=0).text.startswith(":bell: Reminder: <@U0ALICE> — ")
+    allowed = make_ask(rules=replace(rules, allow_self=True), notices=("remind",))
+    assert ask_notice(run=make_run(), ask=allowed, index=0).text.startswith(
+        ":bell: Reminder: <@U0STARTER> or <@U0ALICE> — "
+    )
 
 
 def test_an_escalation_mentions_the_escalation_group() -> None:
