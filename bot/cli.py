@@ -136,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
 
     settings = load_settings()  # a bad setting fails here, before anything else is imported
     if args.command in ("serve", "socket"):
-        from bot.preflight import check_tokens
+        from bot.token_shapes import check_tokens
 
         check_tokens(settings, socket=args.command == "socket")
     _cwd_on_path()

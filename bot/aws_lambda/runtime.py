@@ -25,6 +25,7 @@ from bot.handoff import HandoffFailed
 from bot.perform import perform
 from bot.services import Services
 from bot.slack_access import ConfigError, SlackAccess
+from bot.token_shapes import check_bot_token
 from bot.work import SweepRun
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ class LambdaRuntime:
             raise ConfigError("AWS_LAMBDA_FUNCTION_NAME is not set: the bot hands work to its own function")
         secret = os.environ.get(SECRET_ENV)
         slack = SlackAccess.from_environ(os.environ, secrets=slack_secrets(secret) if secret else None)
+        check_bot_token(slack.bot_token)  # a rotating token would fail every Slack call by evening
         check_runtime_sdk()  # after the secret's read, which imported botocore: free
 
         def settings() -> Settings:

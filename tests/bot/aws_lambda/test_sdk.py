@@ -12,6 +12,7 @@ import pytest
 
 from bot.aws_lambda.runtime import LambdaRuntime
 from bot.aws_lambda.sdk import MIN_BOTO3, sdk_too_old
+from bot.slack_access import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -54,3 +55,17 @@ def test_a_cold_start_checks_the_runtimes_sdk(
     runtime = LambdaRuntime.from_environment()
     runtime.loop.close()
     assert len([r for r in caplog.records if r.levelno >= logging.ERROR and "botocore" in r.getMessage()]) == errors
+
+
+def test_a_cold_start_refuses_a_rotating_bot_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `serve` and `socket` do at start: the bot never refreshes it, so it would fail in 12 hours."""
+    for name, value in {
+        "AWS_LAMBDA_FUNCTION_NAME": "approvals",
+        "SLACK_BOT_TOKEN": "xoxe.xoxb-1-MS0yLTEx",
+        "SLACK_SIGNING_SECRET": "s" * 32,
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("SLACK_SECRET_ARN", raising=False)
+    with pytest.raises(ConfigError, match=r"^SLACK_BOT_TOKEN is a rotating bot token") as refused:
+        LambdaRuntime.from_environment()
+    assert "MS0yLTEx" not in str(refused.value)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.preflight import check_tokens
 from bot.settings import Settings, load_settings
 from bot.slack_access import ConfigError
+from bot.token_shapes import check_tokens
 from localslack import LocalSlack
 
 
