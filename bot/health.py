@@ -106,6 +106,7 @@ class HealthCheck:
             health = Health(ok=True)
         except TimeoutError:
             health = Health(ok=False, reason=f"the store did not answer within {self._timeout:g} s")
+            self._probe.add_done_callback(self._explain_late)
         except Exception as error:
             health = Health(ok=False, reason=STORE_FAILED)
             self._log_once(store_reason(error))
@@ -113,6 +114,13 @@ class HealthCheck:
             self._logged = ""
         self._last, self._checked_at = health, self._clock()
         return health
+
+    def _explain_late(self, probe: asyncio.Future[None]) -> None:
+        """A probe that outlived its wait: when it fails at last, the log says why (a hung
+        endpoint is the likeliest outage, and /healthz only said it did not answer)."""
+        error = None if probe.cancelled() else probe.exception()
+        if error is not None:
+            self._log_once(store_reason(error))
 
     def _log_once(self, detail: str) -> None:
         if detail != self._logged:

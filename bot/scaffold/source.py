@@ -76,6 +76,10 @@ USAGE: Final = (
     f"or a version ({DISTRIBUTION}==0.1.0)"
 )
 _USERINFO: Final = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<userinfo>[^/@\s]*)@")
+_PASSWORD_WITH_SLASH: Final = re.compile(r"://[^/@:\s]+:(?!\d+/)[^@\s]*/[^@\s]*@")
+"""``user:pa/ss@host``: a password that holds a ``/``, which ``_USERINFO`` (stopping at ``/``) misses.
+A port (``host:8443/path@v1``) is not one."""
+_QUERY: Final = re.compile(r"://[^\s?]*\?(?P<query>[^\s#]*)")
 _ENV_VAR: Final = re.compile(r"\$\{[A-Z0-9_]+\}")
 """pip expands ``${VAR}`` (capitals, digits, ``_``) in requirements files, from the environment."""
 
@@ -111,12 +115,19 @@ def _refuse_credentials(spec: str) -> None:
     """A user or password in a URL would be printed and committed with ``requirements.txt``.
 
     ``${VAR}`` forms are kept as written; ``ssh://git@host`` names an account, not a secret."""
+    found = _PASSWORD_WITH_SLASH.search(spec) is not None
     for match in _USERINFO.finditer(spec):
         userinfo, scheme = match["userinfo"], match["scheme"].lower()
         if not userinfo or all(_ENV_VAR.fullmatch(part) for part in userinfo.split(":", 1)):
             continue
-        if scheme.endswith("ssh") and ":" not in userinfo:
+        if scheme.endswith("ssh") and userinfo == "git":  # GitHub's, GitLab's and Bitbucket's ssh user
             continue
+        found = True
+    for match in _QUERY.finditer(spec):  # ?token=…, a presigned archive's signature
+        pairs = [pair.partition("=")[2] for pair in match["query"].split("&") if pair]
+        if not all(_ENV_VAR.fullmatch(value) for value in pairs):
+            found = True
+    if found:
         raise BotSourceError(
             f"--bot-source {_shown(spec)!r} has a credential in its URL, which requirements.txt (a committed file) "
             "would hold: name an environment variable instead, which pip expands, "
@@ -125,5 +136,7 @@ def _refuse_credentials(spec: str) -> None:
 
 
 def _shown(spec: str) -> str:
-    """``spec`` with any URL's user and password hidden, for a message."""
-    return _USERINFO.sub(lambda m: f"{m['scheme']}://***@" if m["userinfo"] else m[0], spec)
+    """``spec`` with any URL's user, password and query hidden, for a message."""
+    spec = re.sub(r"(://[^/@:\s]+:)(?!\d+/)[^@\s]*/[^@\s]*@", r"://***@", spec)
+    spec = _USERINFO.sub(lambda m: f"{m['scheme']}://***@" if m["userinfo"] else m[0], spec)
+    return _QUERY.sub(lambda m: m[0][: len(m[0]) - len(m["query"])] + "***", spec)

@@ -110,3 +110,21 @@ async def test_a_store_that_hangs_is_a_timeout_and_is_not_probed_twice() -> None
     clock.now += 5
     await asyncio.sleep(0.05)
     assert (await check.check()).ok
+
+
+async def test_a_probe_that_fails_after_its_wait_says_why_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """/healthz said only "did not answer within"; when the hung probe fails at last, the log names the cause."""
+    gate = threading.Event()
+    services, clock = _Services(store=_Store(gate=gate)), _Clock()
+    services.store.error = StoreUnavailable("could not connect to the endpoint URL")
+    check = _check(services, clock, timeout=0.05)
+    with caplog.at_level(logging.WARNING, logger="bot.health"):
+        assert not (await check.check()).ok
+        gate.set()
+        for _ in range(100):
+            if caplog.records:
+                break
+            await asyncio.sleep(0.01)
+    assert [r.getMessage() for r in caplog.records] == [
+        "/healthz: the store did not answer (StoreUnavailable: could not connect to the endpoint URL)"
+    ]

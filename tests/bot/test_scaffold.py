@@ -287,12 +287,17 @@ KEPT_AS_GIVEN = [
     f"{DISTRIBUTION} @ git+https://${{GIT_TOKEN}}@github.com/org/bot.git@v1",
     f"{DISTRIBUTION} @ git+https://${{GIT_USER}}:${{GIT_TOKEN}}@github.com/org/bot.git@v1",
     f"{DISTRIBUTION} @ git+ssh://git@github.com/org/bot.git@v1",
+    f"{DISTRIBUTION} @ git+https://github.com:8443/org/bot.git@v1",  # a port, not a password
+    f"{DISTRIBUTION} @ https://e.org/bot-0.1.0.tar.gz?token=${{BOT_TOKEN}}",
 ]
 REFUSED = [
     ("git+https://alice:ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
     (f"{DISTRIBUTION} @ git+https://alice:ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
     (f"{DISTRIBUTION} @ git+https://ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
     (f"{DISTRIBUTION} @ git+ssh://git:ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
+    (f"{DISTRIBUTION} @ git+https://alice:pa/SECRET@github.com/org/bot.git@v1", "environment variable"),
+    (f"{DISTRIBUTION} @ git+ssh://ghp_SECRET@github.com/org/bot.git@v1", "environment variable"),
+    (f"{DISTRIBUTION} @ https://e.org/bot-0.1.0.tar.gz?X-Amz-Signature=SECRET", "environment variable"),
     ("x --index-url https://pypi.example.org/simple", "not one requirement"),
     ("git+https://github.com/org/bot.git@v1", "not one requirement"),
     (f"{DISTRIBUTION}==0.1.0 --hash=sha256:00", "not one requirement"),
