@@ -166,7 +166,9 @@ class SqliteRunStore:
         A call still running on another thread (a worker thread its task was cancelled
         away from) is waited for, and calls that come meanwhile wait for the close; if one
         still runs after ``_CLOSE_WAIT_S``, the connections stay open rather than be
-        closed under it. The store opens new connections if used again.
+        closed under it (and a close from inside a call waits that long, then gives up). A
+        file's store opens new connections if used again; ``:memory:`` gives each connection
+        a database of its own, so a store on it is for one thread and ends at ``close``.
         """
         with self._idle:
             self._closing = True
