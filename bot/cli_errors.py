@@ -141,7 +141,7 @@ def _aws(error: BaseException) -> Explained | None:
 
     if isinstance(error, EndpointSettingError):
         return Explained(
-            f"{error.variable}={error.url!r} is not a URL; set it to the endpoint, e.g. "
+            f"{error.variable}={_no_userinfo(error.url)!r} is not a URL; set it to the endpoint, e.g. "
             f"{error.variable}=http://localhost:8000, or unset it to use AWS"
         )
     if isinstance(error, aws.NoRegionError):
@@ -190,6 +190,15 @@ def _region_source(region: str) -> str:
     return "the AWS profile's region"
 
 
+def _no_userinfo(url: str) -> str:
+    """``url`` with any ``user:password@`` hidden: these lines reach logs and ``/healthz``'s log line."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    host, slash, path = rest.partition("/")
+    return f"{scheme}://{'***@' if '@' in host else ''}{host.rpartition('@')[2]}{slash}{path}"
+
+
 def _unreachable(error: BaseException, url: str) -> Explained:
     from persistence.aws import ENDPOINT_VARIABLES
 
@@ -197,13 +206,15 @@ def _unreachable(error: BaseException, url: str) -> Explained:
         value = os.environ.get(variable)
         if value and url.rstrip("/").startswith(value.rstrip("/")):
             return Explained(
-                f"could not connect to {variable}={value!r} ({type(error).__name__}); start the service there, "
+                f"could not connect to {variable}={_no_userinfo(value)!r} ({type(error).__name__}); "
+                "start the service there, "
                 f"fix the URL, or unset {variable} to use AWS"
             )
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "the configured region"
     return Explained(
-        f"could not connect to {url} ({type(error).__name__}); check that AWS_REGION ({region}) is a real "
-        f"region, e.g. {_EXAMPLE_REGION}, and that this machine can reach AWS"
+        f"could not connect to {_no_userinfo(url)} ({type(error).__name__}); "
+        f"check that AWS_REGION ({region}) is a real region, e.g. {_EXAMPLE_REGION}, "
+        "and that this machine can reach AWS"
     )
 
 

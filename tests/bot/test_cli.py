@@ -178,6 +178,12 @@ def _cases(refusing: str, closed: str) -> list[Case]:
             ("AWS_ENDPOINT_URL_DYNAMODB", closed),
             {**table, **region, **KEYS, "AWS_ENDPOINT_URL_DYNAMODB": closed},
         ),
+        Case(  # a password in the endpoint's URL is never shown (the check below: TOKEN not in the output)
+            "create-table-endpoint-with-a-password",
+            ("create-table",),
+            ("AWS_ENDPOINT_URL_DYNAMODB", "***@"),
+            {**table, **region, **KEYS, "AWS_ENDPOINT_URL_DYNAMODB": closed.replace("://", f"://me:{TOKEN}@")},
+        ),
         Case(
             "create-table-endpoint-not-a-url",
             ("create-table",),
