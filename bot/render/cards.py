@@ -212,7 +212,7 @@ def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rende
 def terms_block(ask: Ask) -> ContextBlock:
     """A live card's terms: who may decide, the approvals so far, expiry, escalation."""
     rules = ask.rules
-    parts = [f"*Who may decide:* {who_may_decide(ask)}"]
+    parts = [f"*Who may {'answer' if is_question(ask.name) else 'decide'}:* {who_may_decide(ask)}"]
     if rules.quorum > 1:
         parts.append(approvals_so_far(ask))
     if rules.expires_at is not None:

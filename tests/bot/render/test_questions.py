@@ -32,7 +32,7 @@ def test_a_question_asks_with_answer_and_decline_on_the_reply_and_reject_action_
     assert [verdict_from_action_id(b["action_id"]) for b in found] == [Verdict.REPLY, Verdict.REJECT]
     assert [b.get("style") for b in found] == ["primary", None]
     assert card.blocks[0]["text"]["text"] == "Question from the agent"
-    assert "asks a question" in card.text
+    assert "asks a question" in card.text and "*Who may answer:* anyone in the channel" in json.dumps(card.blocks)
     for text in texts(card.blocks):
         if text["type"] == "mrkdwn":
             assert_harmless(text["text"])
