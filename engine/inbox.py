@@ -76,6 +76,9 @@ class Inbox:
 
 
 def _yes_verdict(ask: Ask) -> Verdict:
-    """The verdict that says yes on ``ask``'s card: Approve, or what the card offers instead."""
+    """The verdict that says yes on ``ask``'s card: Approve, or what the card offers instead
+    (a question's Answer, which is a Reply)."""
     offered = [v for v in ask.verdicts if v not in (Verdict.REJECT, Verdict.REPLY)]
+    if not offered and Verdict.REPLY in ask.verdicts:
+        return Verdict.REPLY
     return Verdict.APPROVE if Verdict.APPROVE in offered or not offered else offered[0]

@@ -15,7 +15,7 @@ from engine.audit import AuditEvent, appended
 from engine.execution import Raised, Step, StepStatus
 from engine.policy import SOLO_ONLY, AskRules
 from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Run, RunStatus, Verdict, ask_digest
-from engine.sources import gated_tool_use_id
+from engine.sources import gated_tool_use_id, question_terms
 from engine.transitions import Cause, ask_to, closed_for, run_to
 
 # The run record must stay far below DynamoDB's 400 KB item limit whatever the graph says.
@@ -104,7 +104,7 @@ def settle(
             continue
         if live is not None and live.key in asks:
             changed.add(live.key)
-        rules = rules_for(raised) if rules_for is not None else AskRules()
+        rules = question_terms(raised.name, rules_for(raised) if rules_for is not None else AskRules())
         verdicts = tuple(v for v in raised.verdicts if rules.quorum == 1 or v.value not in SOLO_ONLY)
         new_asks.append(
             Ask(

@@ -13,18 +13,33 @@ Retry on a ``review_after`` ask sends ``"retry"``. Strands' own ``HumanInTheLoop
 intervention evaluates its response itself (``True``, ``"y"`` or ``"yes"`` approve,
 anything else denies, ``"t"``/``"trust"`` trusts when ``enable_trust`` is on), so its
 interrupts get the plain strings it understands.
+
+Strands' vended ``handoff_to_user`` tool (``strands:handoff-to-user``) asks a question, not
+for an approval: its reason is the agent's message, and what ``interrupt()`` returns is
+the tool's result, which the model reads. So it gets Answer (``Verdict.REPLY``) and
+Decline (``Verdict.REJECT``) and no Approve, its answer is the typed text as it is, a
+Decline is ``DECLINED_TEXT`` (plus the reason, if one was given), and nobody answering in
+time is ``UNANSWERED_TEXT``. A question is answered by one person: a quorum does not apply
+(``question_terms``), so the first allowed person's answer is the answer.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from engine.policy import AskRules
 from engine.records import Ask, Decision, Verdict
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
 HITL_INTERRUPT_NAME = "strands:human-in-the-loop"
+# strands.vended_tools.HANDOFF_INTERRUPT_NAME: the same whatever the tool is named.
+HANDOFF_INTERRUPT_NAME = "strands:handoff-to-user"
+QUESTION_VERDICTS = (Verdict.REPLY, Verdict.REJECT)  # shown as Answer and Decline
+DECLINED_TEXT = "The user declined to answer this question."
+UNANSWERED_TEXT = "Nobody answered this question in time."
 REVIEW_INTERRUPT_PREFIX = "review:"  # graph_defs.review_after names its asks review:<tool>[:<attempt>]
 TOOL_GATE_ID_PREFIX = "v1:before_tool_call:"  # Strands' id for BeforeToolCallEvent interrupts
 BASIC_VERDICTS = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
@@ -34,6 +49,8 @@ BASIC_VERDICTS = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 
 def verdicts_for(*, graph: Graph, node_id: str, name: str, interrupt_id: str) -> tuple[Verdict, ...]:
     """The buttons an ask gets; decided when it is raised, while the graph is at hand."""
+    if is_question(name):
+        return QUESTION_VERDICTS
     if name == HITL_INTERRUPT_NAME:
         trusted = _trust_enabled(graph=graph, node_id=node_id)
         return (*BASIC_VERDICTS, Verdict.TRUST) if trusted else BASIC_VERDICTS
@@ -42,6 +59,18 @@ def verdicts_for(*, graph: Graph, node_id: str, name: str, interrupt_id: str) ->
     if interrupt_id.startswith(TOOL_GATE_ID_PREFIX):
         return (*BASIC_VERDICTS, Verdict.EDIT)
     return BASIC_VERDICTS
+
+
+def is_question(name: str) -> bool:
+    """Whether an ask of this name is a question for a person (``handoff_to_user``)."""
+    return name == HANDOFF_INTERRUPT_NAME
+
+
+def question_terms(name: str, rules: AskRules) -> AskRules:
+    """The terms an ask is raised with: a question's answer is one person's, so a quorum
+    does not apply to it (several people cannot co-write one answer; who may answer is
+    still the policy's approvers, or the channel)."""
+    return replace(rules, quorum=1) if is_question(name) and rules.quorum != 1 else rules
 
 
 def gated_tool_use_id(interrupt_id: str) -> str | None:
@@ -81,6 +110,8 @@ def response_for(ask: Ask, decision: Decision, *, run_id: str) -> Any:
         return _retry_response(ask, decision, run_id=run_id)
     if ask.name == HITL_INTERRUPT_NAME:
         return _hitl_response(ask, decision)
+    if is_question(ask.name):
+        return _question_response(decision)
     key = approval_id(run_id, ask)
     if decision.expired:  # nobody answered in time: a rejection by nobody
         expired: dict[str, Any] = {"decision": Verdict.REJECT.value, "text": decision.text, "user": None}
@@ -130,8 +161,11 @@ def denies(ask: Ask) -> bool:
 
     Only the Reject button counts. A Reply is handed to graph code (or to a
     HumanInTheLoop whose ``evaluate`` may be the graph author's own), which decides what
-    it means; the bot does not guess, so a Reply never makes a run read as rejected.
+    it means; the bot does not guess, so a Reply never makes a run read as rejected. A
+    declined question is handed to the agent the same way: it was asked, not refused.
     """
+    if is_question(ask.name):
+        return False
     return ask.decision is not None and ask.decision.verdict is Verdict.REJECT
 
 
@@ -148,3 +182,12 @@ def _hitl_response(ask: Ask, decision: Decision) -> str:
         # A typed answer goes through HumanInTheLoop's own evaluation ("yes" approves).
         return decision.text or ""
     return "no"
+
+
+def _question_response(decision: Decision) -> str:
+    """What ``handoff_to_user`` returns to the model: the answer as typed, or why there is none."""
+    if decision.expired:
+        return UNANSWERED_TEXT
+    if decision.verdict is Verdict.REPLY:
+        return decision.text or ""
+    return DECLINED_TEXT + (f" Their reason: {decision.text}" if decision.text else "")

@@ -50,11 +50,12 @@ from bot.render.mrkdwn import (
 from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
+from bot.render.questions import QUESTION_LABELS, QUESTION_NEEDS, QUESTION_OUTCOMES, QUESTION_STYLES
 from bot.render.titles import card_title, hitl_why, mention_ids, who_may_decide
 from bot.render.values import value_blocks
 from engine.policy import APPROVING
 from engine.records import Ask, Closed, Run, RunStatus, Verdict
-from engine.sources import HITL_INTERRUPT_NAME
+from engine.sources import HITL_INTERRUPT_NAME, is_question
 
 DEFAULT_VERDICTS: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
 VERDICT_LABELS: dict[Verdict, str] = {
@@ -140,13 +141,15 @@ def ask_card(
     ``verdicts`` defaults to the ones the ask was raised with (``ask.verdicts``).
     """
     value = encode_action_value(run_id=run.run_id, ask_key=ask.key)
-    labels = MAY_HAVE_ACTED_LABELS if ask.retry_of is not None else VERDICT_LABELS
+    question = is_question(ask.name)  # Answer and Decline (bot.render.questions)
+    labels = MAY_HAVE_ACTED_LABELS if ask.retry_of is not None else QUESTION_LABELS if question else VERDICT_LABELS
+    styles = QUESTION_STYLES if question else _STYLES
     buttons = [
         ButtonElement(
             text=PlainTextObject(text=labels.get(v, VERDICT_LABELS[v]), emoji=False),
             action_id=action_id_for(v),
             value=value,
-            style=_STYLES.get(v),
+            style=styles.get(v),
         )
         for v in dict.fromkeys(
             ask.verdicts if verdicts is None else verdicts
@@ -163,6 +166,7 @@ def ask_card(
         blocks.insert(-2, SectionBlock(text=MarkdownTextObject(text=MAY_HAVE_ACTED_WARNING)))
     title = short(card_title(ask), HEADER_TEXT_LIMIT)
     needs = "may have acted: check, then Retry or Skip" if ask.retry_of is not None else "needs a decision"
+    needs = QUESTION_NEEDS if question else needs
     return build(
         text=f"{title}: {mention(run.started_by)}'s run of *{short(run.graph)}* {needs}",
         blocks=blocks,
@@ -208,7 +212,7 @@ def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rende
 def terms_block(ask: Ask) -> ContextBlock:
     """A live card's terms: who may decide, the approvals so far, expiry, escalation."""
     rules = ask.rules
-    parts = [f"*Who may decide:* {who_may_decide(ask)}"]
+    parts = [f"*Who may {'answer' if is_question(ask.name) else 'decide'}:* {who_may_decide(ask)}"]
     if rules.quorum > 1:
         parts.append(approvals_so_far(ask))
     if rules.expires_at is not None:
@@ -239,6 +243,7 @@ def decided_outcome(ask: Ask) -> str:
         count = f" · {len(approvers)} of {ask.rules.quorum} approvals" if ask.rules.quorum > 1 else ""
         return f"{_OUTCOMES[decision.verdict]} by {_people(approvers, joiner='and')} · {when}{count}"
     said = _MAY_HAVE_ACTED_OUTCOMES if ask.retry_of is not None else _OUTCOMES
+    said = QUESTION_OUTCOMES if is_question(ask.name) else said
     outcome = f"{said.get(decision.verdict, _OUTCOMES[decision.verdict])} by {mention(decision.user)} · {when}"
     if ask.votes:  # a rejection or a reply after some approvals: say whose were overruled
         outcome += f" · after {len(ask.votes)} of {ask.rules.quorum} approvals ({_people(ask.voters(), joiner='and')})"

@@ -21,11 +21,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.render.mrkdwn import short
+from bot.render.questions import QUESTION_TITLE
 from engine.policy import GROUP_ID, USER_ID, deciders
 from engine.records import Ask
-from engine.sources import HITL_INTERRUPT_NAME, REVIEW_INTERRUPT_PREFIX, gated_tool_use_id
+from engine.sources import HANDOFF_INTERRUPT_NAME, HITL_INTERRUPT_NAME, REVIEW_INTERRUPT_PREFIX, gated_tool_use_id
 
-_KNOWN_NAMES = {HITL_INTERRUPT_NAME: "Tool approval"}
+_KNOWN_NAMES = {HITL_INTERRUPT_NAME: "Tool approval", HANDOFF_INTERRUPT_NAME: QUESTION_TITLE}
 # HumanInTheLoop's prompt: 'Approve "<tool>"?' or, with a classifier's reason, 'Approve "<tool>" — <why>?',
 # then the input on the next line.
 _HITL_PROMPT = re.compile(r'^Approve "(?P<tool>[^"\n]{1,100})"(?: \u2014 (?P<why>[^\n]+?))?\?(?:\n|$)')

@@ -40,7 +40,8 @@ class End:
 class Card:
     """An approval card as it was shown: its ``title``, all its ``text`` and its ``buttons``.
 
-    ``approve``, ``reject``, ``reply`` and ``edit`` answer it as ``user`` (any ``U…`` id,
+    ``approve``, ``reject``, ``reply`` and ``edit`` (``answer`` and ``decline`` on a
+    question) answer it as ``user`` (any ``U…`` id,
     a member of the channel), through the card's real buttons and modals. Each returns once
     the bot recorded the answer, and raises ``Refused`` with the bot's words when it did not
     (the policy said no, the card was answered already, an edited input was invalid).
@@ -66,6 +67,17 @@ class Card:
         if not text.strip():
             raise ValueError("a reply needs text: Slack does not let an empty one be sent")
         self._modal("Reply", user=user, text=text)
+
+    def answer(self, *, user: str, text: str) -> None:
+        """Answer a question (Strands' ``handoff_to_user``): its Answer button is a Reply
+        with another label, and the tool returns ``text`` as it is."""
+        if not text.strip():
+            raise ValueError("an answer needs text: Slack does not let an empty one be sent")
+        self._modal("Answer", user=user, text=text)
+
+    def decline(self, *, user: str, reason: str | None = None) -> None:
+        """Decline a question: its Decline button is a Reject with another label."""
+        self._modal("Decline", user=user, text=reason or "")
 
     def edit(self, *, user: str, input: dict[str, Any]) -> None:
         """Click Edit and submit ``input`` as the tool's new input (approving the call with it)."""

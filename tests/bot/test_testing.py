@@ -63,6 +63,23 @@ def test_reply() -> None:
     assert "with operator instructions: use the canary first" in end.text, end.text
 
 
+def test_answer_and_decline_a_question() -> None:
+    """Strands' vended ``handoff_to_user`` (the ``handoff`` test graph) asks; the answer is
+    the tool's result, and a Decline tells the agent so."""
+    with Rehearsal(graph_modules=["tests.support.graphs"]) as r:
+        run = r.start("handoff checkout", user=REQUESTER)
+        card = run.card()
+        assert (card.title, card.buttons) == ("Question from the agent", ["Answer", "Decline"])
+        assert "Which region should checkout go to?" in card.text, card.text
+        card.answer(user="U0ALICE", text="eu-west-1")
+        answered = run.end()
+        declined = r.start("handoff billing", user=REQUESTER)
+        declined.card().decline(user="U0BOB", reason="ask ops")
+        ended = declined.end()
+    assert answered.status == "completed" and "asker got: eu-west-1" in answered.text, answered.text
+    assert ended.status == "completed" and "declined to answer this question. Their reason: ask ops" in ended.text
+
+
 def test_edit_the_input_before_approving() -> None:
     with Rehearsal(graph_modules=[TOOL_GATE]) as r:
         run = r.start("tool-gate pay invoice INV-7 250 EUR to ACME", user=REQUESTER)

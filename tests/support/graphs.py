@@ -385,3 +385,43 @@ def inert_echo() -> Graph:
     builder = GraphBuilder()
     builder.add_node(agent, "echo")
     return _bounded(builder)
+
+
+# -- handoff: Strands' own vended handoff_to_user tool, a question and not an approval ----------
+
+HANDOFF_QUESTION = "Which region should {task} go to? <!channel> *now* <@U0BOB>"
+
+
+def _asker() -> Agent:
+    """Asks its question with the real ``handoff_to_user`` tool, then says what it got back."""
+    from strands.vended_tools.handoff_to_user import handoff_to_user  # lazy: most graphs never ask
+
+    def ask(messages: Messages) -> Step:
+        return call("handoff_to_user", message=HANDOFF_QUESTION.format(task=graph_task(messages)))
+
+    def report(messages: Messages) -> Step:
+        return say(f"asker got: {latest_tool_result_text(messages)}")
+
+    return Agent(
+        name="asker",
+        model=ScriptedModel([ask, report], id_prefix="tu_asker"),
+        tools=[handoff_to_user],
+        callback_handler=None,
+    )
+
+
+@graph_def("handoff", description="the agent asks a question with Strands' handoff_to_user")
+def handoff() -> Graph:
+    builder = GraphBuilder()
+    builder.add_node(_asker(), "asker")
+    return _bounded(builder)
+
+
+@graph_def(
+    "handoff-quorum",
+    description="handoff_to_user under a quorum of two: the first approver's answer is the answer",
+    approvers=["U0ALICE", "U0BOB", "U0CAROL"],
+    quorum=2,
+)
+def handoff_quorum() -> Graph:
+    return handoff()
