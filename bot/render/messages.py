@@ -171,7 +171,7 @@ def auto_decided(*, run: Run, ask: Ask) -> Rendered:
     decision = ask.decision
     approved = decision is not None and decision.verdict.value == "approve"
     mark, said = (":white_check_mark:", "approved") if approved else (":x:", "rejected")
-    rule = escape(ask.rules.label or "a policy rule")
+    rule = escape((decision.policy if decision is not None else None) or ask.rules.label or "a policy rule")
     line = f"{mark} *{short(card_title(ask), 150)}* {said} by the rule _{rule}_ (no card: nobody was asked)"
     line = fit(line, _NOTICE_LIMIT, total=len(line))
     return build(text=line, blocks=[SectionBlock(text=MarkdownTextObject(text=line))])
