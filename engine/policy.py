@@ -7,6 +7,12 @@ the gated tool's name or the interrupt's name). When an ask is raised, the polic
 applies to it is written into the ask itself (``AskRules``): a decision is judged by the
 terms its card showed, even if the definition changes while the ask waits.
 
+An ask name may also take a list of rules by content (``asks={"send_payout":
+[AskPolicy(when=lambda d: d["amount"] < 50, label="small", auto="approve"), ...]}``): the
+first whose ``when`` holds for the ask's details applies, and its label is frozen with the
+terms (``engine.rule_choice``: the choice, failing closed). A rule with ``auto`` decides the
+ask itself as it is raised (``engine.settle``), with no card.
+
 Who may decide is declared once as conditions on the record (``engine.decision_rules``);
 the stores apply that declaration inside their atomic decision write (SQLite judging it
 in Python, DynamoDB rendering it as its condition expression).

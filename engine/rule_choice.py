@@ -12,13 +12,16 @@ raised again with other content is a new ask and is judged anew.
 cannot change what the card shows or what the tool runs with. A ``when`` that raises or
 returns something other than True or False fails closed: the strictest rule of the list
 applies (``strictest``), never an automatic approval, and the log says why once, when the
-ask is raised.
+ask is raised. A ``when`` runs in the pass, under the run's lease (renewed meanwhile): a slow
+one delays the pass, never a click's acknowledgement; one slower than ``SLOW_WHEN_SECONDS``
+is named in the log. It is not cut short (a thread cannot be stopped safely).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +30,7 @@ from engine.policy import AskPolicy
 logger = logging.getLogger(__name__)
 
 FAIL_CLOSED = "fail-closed"
+SLOW_WHEN_SECONDS = 0.5  # a when this slow holds up the pass (and its lease): said in the log
 
 
 def choose(rules: AskPolicy | Sequence[AskPolicy] | None, *, details: Any, name: str) -> tuple[AskPolicy, str | None]:
@@ -37,10 +41,15 @@ def choose(rules: AskPolicy | Sequence[AskPolicy] | None, *, details: Any, name:
     for index, rule in enumerate(listed):
         if rule.when is None:
             return rule, label_of(rule, index=index, name=name, listed=listed)
+        began = time.monotonic()
         try:
             holds = rule.when(copy.deepcopy(details))
         except Exception as error:  # the graph author's code: any failure fails closed
             return _failed(listed, name=name, index=index, why=f"raised {type(error).__name__}: {error}")
+        if (took := time.monotonic() - began) > SLOW_WHEN_SECONDS:
+            logger.warning(
+                "asks[%r]: the when of rule %d took %.1f s; keep it to the details given", name, index + 1, took
+            )
         if not isinstance(holds, bool):
             return _failed(listed, name=name, index=index, why=f"returned {type(holds).__name__}, not True or False")
         if holds:
