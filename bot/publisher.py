@@ -128,13 +128,18 @@ class SlackPublisher:
 
     async def post_card(self, *, run: Run, ask: Ask) -> MessageRef:
         thread = _thread_of(run)
-        card = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
+        if ask.decision is not None and ask.decision.policy is not None:  # a rule decided: one line
+            card = messages.auto_decided(run=run, ask=ask)
+        else:
+            card = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
         return await self._post(run=run, what=ask.key, channel=thread.channel, thread_ts=thread.ts, message=card)
 
     async def update_card(self, *, run: Run, ask: Ask) -> None:
         if ask.card is None:
             return
-        if ask.status is AskStatus.PENDING:  # "live", or live with approvals or an escalation to show
+        if ask.decision is not None and ask.decision.policy is not None:  # a rule's line stays as it was
+            card = messages.auto_decided(run=run, ask=ask)
+        elif ask.status is AskStatus.PENDING:  # "live", or live with approvals or an escalation to show
             card = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
         elif ask.decision is not None and ask.view == "decided":
             card = cards.decided_card(run=run, ask=ask)

@@ -31,6 +31,7 @@ KINDS = {
     "may_have_acted": "asked again: its approved step stopped before it was saved",
     "voted": "approved (not yet enough approvals)",
     "decided": "decided",
+    "auto_decided": "decided by a policy rule",
     "edited": "approved with edits",
     "expired": "expired",
     "reminded": "reminded",

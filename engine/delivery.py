@@ -88,6 +88,8 @@ class Courier:
         for ask in run.asks.values():
             if ask.card_owed and await self._update(run, ask):
                 delivery.shown[ask.key] = ask.view
+            elif ask.line_owed and not run.status.leased and (ref := await self._post_card(run, ask, look=True)):
+                delivery.cards[ask.key], delivery.shown[ask.key] = ref, ask.view
         if run.status is RunStatus.WAITING and (sweeping or "notices" in unposted):
             # Notices are posted by the sweeper that claimed them, or by a later sweeper once
             # that one had its grace; a click's delivery leaves them alone, or it could post
@@ -124,6 +126,19 @@ class Courier:
             # One more round now, instead of leaving it to the sweeper's grace period.
             return await self.deliver(stored, again=False)
         return stored
+
+    async def auto_lines(self, run: Run, *, unposted: Collection[str]) -> Run:
+        """Post the line of each ask a policy rule just decided (no card: one line naming the
+        rule and what it decided), for a holder that goes on: its next save records them.
+        One that fails stays owed (``Ask.line_owed``); a line posted by a pass that died
+        before saving it is found in Slack before it is posted again."""
+        if run.thread is None:
+            return run
+        asks = dict(run.asks)
+        for ask in sorted(run.asks.values(), key=card_order):
+            if ask.line_owed and (ref := await self._post_card(run, ask, look=ask.key not in unposted)):
+                asks[ask.key] = replace(ask, card=ref, shown=ask.view)
+        return run.evolve(asks=asks)
 
     async def _indexed(self, run: Run) -> bool:
         """Make the run's pending asks findable by who may decide them (App Home, ``/graph

@@ -55,7 +55,7 @@ from engine.progress import Tracker, saved_progress
 from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, cancelled_record, failed_record
 from engine.settle import settle, stale_answers
-from engine.sources import response_for
+from engine.sources import details_of, response_for
 from engine.start_limits import StartLimits, check_start
 from engine.store import (
     Lease,
@@ -73,6 +73,7 @@ T = TypeVar("T")
 
 PURGE_EVERY = 3600.0  # seconds between deletions of finished runs past their retention
 MAX_ROUNDS = 25  # resumes in a row for one click before the sweeper takes over
+MAX_AUTO_ROUNDS = 10  # passes in a row sending a policy rule's own answers before the run waits
 
 
 class RunEngine:
@@ -406,9 +407,14 @@ class RunEngine:
         finally:
             self._working -= 1
 
-    async def _hold(self, run: Run, *, refresh_only: bool = False) -> Run:
+    async def _hold(self, run: Run, *, refresh_only: bool = False, auto_rounds: int = 0) -> Run:
         """Everything a process does while it holds a run: bring decided cards up to date,
-        run one pass, save; then, with the lease released, deliver what the save implies."""
+        run one pass, save; then, with the lease released, deliver what the save implies.
+
+        A pass whose new asks a policy rule decided (``AskPolicy.auto``) saves them decided,
+        keeping its lease (the one extra write), posts one line per ask naming the rule, and
+        holds on for another pass that sends those answers (at most ``MAX_AUTO_ROUNDS`` in a
+        row; then the run waits and is resumed like any run with a decision)."""
         assert run.lease_owner is not None and run.lease_until is not None
         if run.lease_until < self._clock():
             run, taken = await self._claimed_again(run)
@@ -455,8 +461,11 @@ class RunEngine:
                         now=now,
                         stale=stale,
                         rules_for=lambda raised: self._rules(policy, raised, now=now),
+                        go_on=auto_rounds < MAX_AUTO_ROUNDS,
                     )
                     target = outcome.run.evolve(takeovers=0)
+                    if target.status.leased:  # a rule decided: the lease is kept for the next pass
+                        target = target.evolve(lease_until=self._clock() + self._lease)
                     if step.nodes or run.progress is not None:
                         # (A pass that followed nothing, say one that could not build its
                         # graph, still settles the saved nodes, so the message cannot stay
@@ -477,6 +486,10 @@ class RunEngine:
             if not landed:
                 return saved
             audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
+            if saved.status.leased and saved.lease_owner == run.lease_owner:
+                going_on = saved.evolve(snapshot=saved.snapshot or target.snapshot)
+                going_on = await self._courier.auto_lines(going_on, unposted=unposted)
+                return await self._hold(going_on, auto_rounds=auto_rounds + 1)
             return await self._courier.deliver(saved, unposted=unposted)
 
     async def _claimed_again(self, run: Run) -> tuple[Run, bool]:
@@ -526,7 +539,9 @@ class RunEngine:
 
     def _rules(self, policy: Policy, raised: Raised, *, now: float) -> AskRules:
         tool = raised.tool.name if raised.tool is not None else None
-        return policy.rules_for(name=raised.name, tool=tool, now=now, default_expires_after=self._default_wait)
+        return policy.rules_for(
+            name=raised.name, tool=tool, now=now, default_expires_after=self._default_wait, details=details_of(raised)
+        )
 
     async def _announced(self, run: Run) -> Run:
         """A takeover of a first pass that died before saving its thread: find or post it."""

@@ -7,6 +7,12 @@ the gated tool's name or the interrupt's name). When an ask is raised, the polic
 applies to it is written into the ask itself (``AskRules``): a decision is judged by the
 terms its card showed, even if the definition changes while the ask waits.
 
+An ask name may also take a list of rules by content (``asks={"send_payout":
+[AskPolicy(when=lambda d: d["amount"] < 50, label="small", auto="approve"), ...]}``): the
+first whose ``when`` holds for the ask's details applies, and its label is frozen with the
+terms (``engine.rule_choice``: the choice, failing closed). A rule with ``auto`` decides the
+ask itself as it is raised (``engine.settle``), with no card.
+
 Who may decide is declared once as conditions on the record (``engine.decision_rules``);
 the stores apply that declaration inside their atomic decision write (SQLite judging it
 in Python, DynamoDB rendering it as its condition expression).
@@ -18,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,6 +38,8 @@ DEFAULT_EXPIRES_AFTER = 3 * 86400.0  # an undecided ask is rejected after three 
 MAX_QUORUM = 10
 MAX_IDS = 50  # approvers, starters or escalation ids per policy
 MIN_REMINDER_WAIT = 120.0  # asks that expire sooner get no reminder by default
+MAX_LABEL = 80  # characters of a rule's label (shown on the card and in the audit trail)
+AUTO_VERDICTS = ("approve", "reject")
 
 
 class PolicyError(ValueError):
@@ -87,9 +95,16 @@ class AskPolicy:
     remind_after: Sequence[float] | None = None
     escalate_to: Sequence[str] | None = None
     escalate_after: float | None = None
+    # Rules by content (``engine.rule_choice``): in a list, the first whose ``when`` holds
+    # for the ask's details applies; ``label`` names it on the card and in the audit trail;
+    # ``auto`` decides the ask at once, with no card.
+    when: Callable[[Any], bool] | None = None
+    label: str | None = None
+    auto: str | None = None
 
     def __post_init__(self) -> None:
         _check_terms(self)
+        check_rule(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,7 +119,7 @@ class Policy:
     remind_after: tuple[float, ...] | None = None  # None: once, halfway to expiry
     escalate_to: tuple[str, ...] = ()
     escalate_after: float | None = None
-    asks: Mapping[str, AskPolicy] = field(default_factory=dict)
+    asks: Mapping[str, AskPolicy | tuple[AskPolicy, ...]] = field(default_factory=dict)
     # Tools or asks (by name) whose approved call may run twice harmlessly: a takeover sends
     # their approval again instead of asking first (``engine.takeover``).
     idempotent: frozenset[str] = frozenset()
@@ -121,7 +136,7 @@ class Policy:
         remind_after: Sequence[float] | None = None,
         escalate_to: Sequence[str] | None = None,
         escalate_after: float | None = None,
-        asks: Mapping[str, AskPolicy] | None = None,
+        asks: Mapping[str, AskPolicy | Sequence[AskPolicy]] | None = None,
     ) -> Policy:
         """The policy as ``graph_def`` takes it, checked; PolicyError names a bad keyword."""
         probe = AskPolicy(
@@ -138,8 +153,7 @@ class Policy:
         for name, override in (asks or {}).items():
             if not isinstance(name, str) or not name:
                 raise PolicyError(f"asks: keys are tool or interrupt names, got {name!r}")
-            if not isinstance(override, AskPolicy):
-                raise PolicyError(f"asks[{name!r}] must be an AskPolicy, got {type(override).__name__}")
+            check_rule_list(name, override)
         return cls(
             approvers=tuple(probe.approvers) if probe.approvers is not None else None,
             quorum=quorum,
@@ -149,12 +163,18 @@ class Policy:
             remind_after=tuple(remind_after) if remind_after is not None else None,
             escalate_to=tuple(escalate_to or ()),
             escalate_after=escalate_after,
-            asks=dict(asks or {}),
+            asks={k: v if isinstance(v, AskPolicy) else tuple(v) for k, v in (asks or {}).items()},
         )
 
-    def rules_for(self, *, name: str, tool: str | None, now: float, default_expires_after: float) -> AskRules:
-        """The terms an ask raised now gets: the graph's, with its override applied."""
-        override = (self.asks.get(tool) if tool else None) or self.asks.get(name) or AskPolicy()
+    def rules_for(
+        self, *, name: str, tool: str | None, now: float, default_expires_after: float, details: Any = None
+    ) -> AskRules:
+        """The terms an ask raised now gets: the graph's, with its override applied (with a
+        list of rules, the one chosen by ``details``: ``engine.rule_choice``)."""
+        from engine.rule_choice import choose
+
+        key = tool if tool and tool in self.asks else name
+        override, label = choose(self.asks.get(key), details=details, name=key)
 
         def pick(value: Any, fallback: Any) -> Any:
             return fallback if value is None else value
@@ -176,6 +196,8 @@ class Policy:
             remind_at=tuple(sorted(now + float(r) for r in reminders if 0 < float(r) < wait)),
             escalate_at=escalate_at if escalate_at is not None and escalate_at < now + wait else None,
             escalate_to=escalate_to if escalate_at is not None and escalate_at < now + wait else (),
+            label=label,
+            auto=override.auto,
         )
 
 
@@ -190,6 +212,8 @@ class AskRules:
     remind_at: tuple[float, ...] = ()
     escalate_at: float | None = None
     escalate_to: tuple[str, ...] = ()
+    label: str | None = None  # the rule that chose these terms (``AskPolicy.label``)
+    auto: str | None = None  # "approve" | "reject": decided by the rule, no card
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"quorum": self.quorum, "allow_self": self.allow_self}
@@ -202,6 +226,10 @@ class AskRules:
         if self.escalate_at is not None:
             data["escalate_at"] = self.escalate_at
             data["escalate_to"] = list(self.escalate_to)
+        if self.label is not None:
+            data["label"] = self.label
+        if self.auto is not None:
+            data["auto"] = self.auto
         return data
 
     @classmethod
@@ -215,6 +243,8 @@ class AskRules:
             remind_at=tuple(float(t) for t in data.get("remind_at") or ()),
             escalate_at=float(data["escalate_at"]) if data.get("escalate_at") is not None else None,
             escalate_to=tuple(data.get("escalate_to") or ()),
+            label=data.get("label"),
+            auto=data.get("auto"),
         )
 
 
@@ -268,6 +298,30 @@ def _check_terms(terms: AskPolicy) -> None:
         _check_ids(terms.escalate_to, what="escalate_to")
     if bool(terms.escalate_to) != (terms.escalate_after is not None):
         raise PolicyError("escalate_to and escalate_after go together: whom to add, and after how many seconds")
+
+
+def check_rule(terms: AskPolicy) -> None:
+    """The rule keywords of one AskPolicy (``when``, ``label``, ``auto``)."""
+    if terms.when is not None and not callable(terms.when):
+        raise PolicyError(f"when must be a function of the ask's details returning True or False, got {terms.when!r}")
+    if terms.label is not None and (not isinstance(terms.label, str) or not 0 < len(terms.label) <= MAX_LABEL):
+        raise PolicyError(f"label must be a short text (1 to {MAX_LABEL} characters), got {terms.label!r}")
+    if terms.auto is not None and terms.auto not in AUTO_VERDICTS:
+        raise PolicyError(f"auto must be 'approve' or 'reject', got {terms.auto!r}")
+
+
+def check_rule_list(name: str, rules: object) -> None:
+    """``asks[name]``: one AskPolicy, or a non-empty list of them where only the last may
+    lack a ``when`` (a rule without one always holds: any rule after it could never apply)."""
+    if isinstance(rules, AskPolicy):
+        return
+    if isinstance(rules, (str, bytes)) or not isinstance(rules, Sequence) or not rules:
+        raise PolicyError(f"asks[{name!r}] must be an AskPolicy or a non-empty list of them, got {rules!r}")
+    for index, rule in enumerate(rules):
+        if not isinstance(rule, AskPolicy):
+            raise PolicyError(f"asks[{name!r}][{index}] must be an AskPolicy, got {type(rule).__name__}")
+        if rule.when is None and index < len(rules) - 1:
+            raise PolicyError(f"asks[{name!r}][{index}] has no when: the rules after it could never apply")
 
 
 def _check_ids(ids: Sequence[str], *, what: str) -> None:

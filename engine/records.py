@@ -125,6 +125,9 @@ class Decision:
     text: str | None = None
     edited_input: dict[str, Any] | None = None
     expired: bool = False  # the bot's own rejection of an ask nobody answered in time
+    # The label of the policy rule that decided the ask by itself (``AskPolicy.auto``):
+    # ``user`` is empty then, as for an expiry: nobody decided.
+    policy: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v is not False}
@@ -142,6 +145,7 @@ class Decision:
             text=data.get("text"),
             edited_input=data.get("edited_input"),
             expired=bool(data.get("expired")),
+            policy=data.get("policy"),
         )
 
 
@@ -302,6 +306,13 @@ class Ask:
     def notices_owed(self) -> bool:
         return self.notified < len(self.notices)
 
+    @property
+    def line_owed(self) -> bool:
+        """A policy rule decided this ask (no card) and its line in the thread is not posted yet."""
+        decision = self.decision
+        auto = decision is not None and decision.policy is not None and self.retry_of is None
+        return auto and self.card is None and self.status in (AskStatus.DECIDED, AskStatus.CONSUMED)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Ask:
         return cls(
@@ -419,7 +430,7 @@ class Run:
         if self.status.terminal and self.final is None:
             return True
         return (
-            any(a.card_owed for a in self.asks.values())
+            any(a.card_owed or (a.line_owed and not self.status.leased) for a in self.asks.values())
             or (self.status is RunStatus.WAITING and any(a.card is None or a.notices_owed for a in self.pending_asks()))
             or (self.progress is not None and self.progress.owed and not self.status.leased)
         )

@@ -14,7 +14,7 @@ from typing import Any
 from engine.audit import AuditEvent, appended
 from engine.execution import Raised, Step, StepStatus
 from engine.policy import SOLO_ONLY, AskRules
-from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Run, RunStatus, Verdict, ask_digest
+from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Decision, Run, RunStatus, Verdict, ask_digest
 from engine.sources import gated_tool_use_id, question_terms
 from engine.transitions import Cause, ask_to, closed_for, run_to
 
@@ -59,6 +59,7 @@ def settle(
     now: float,
     stale: Collection[str] = (),
     rules_for: RulesFor | None = None,
+    go_on: bool = False,
 ) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
@@ -76,6 +77,12 @@ def settle(
 
     A run that ends drops its state (nothing will resume it); cards are not posted here
     but after the save, from the record (durable before visible).
+
+    A new ask whose rule decides it (``AskPolicy.auto``) is decided here, by nobody
+    (``Decision.policy`` names the rule), and gets no card. With ``go_on`` the run keeps
+    its lease (resuming): the holder sends those answers at once, marked as handed to it,
+    so a takeover after a crash treats an automatic approval like any other that reached
+    a pass that died. Without it the run waits and the next claim hands them.
     """
     asks = dict(claimed.asks)
     for key in sent:
@@ -122,6 +129,8 @@ def settle(
             )
         )
 
+    new_asks = [_auto_decided(a, now=now, handed=claimed.lease_owner if go_on else None) for a in new_asks]
+    auto = [a for a in new_asks if a.status is AskStatus.DECIDED]
     status = _STATUS_AFTER[step.status]
     why = closed_for(status)
     cause = Cause.CANCEL if status is RunStatus.CANCELLED else Cause.PASS  # the brake stopped the pass
@@ -140,6 +149,7 @@ def settle(
     keep_state = not status.terminal
     events = [AuditEvent(at=now, kind="resumed", text=f"{len(sent)} answer(s) sent to the graph")] if sent else []
     events += [AuditEvent(at=now, kind="asked", ask=a.key, text=_asked_text(a)) for a in new_asks]
+    events += [AuditEvent(at=now, kind="auto_decided", ask=a.key, text=auto_text(a)) for a in auto]
     if status is RunStatus.CANCELLED:
         ran = ", ".join(dict.fromkeys(step.trail)) or "no node"
         said = f"stopped before node {step.stopped_before}; ran: {ran}"
@@ -148,6 +158,10 @@ def settle(
         ended = {RunStatus.COMPLETED: None, RunStatus.FAILED: step.error, RunStatus.REJECTED: step.error}[status]
         events.append(AuditEvent(at=now, kind=status.value, text=ended))
     trail, dropped = appended(claimed.audit, claimed.audit_dropped, events)
+    lease: dict[str, Any] = {"lease_owner": None, "lease_until": None}
+    if auto and go_on and status is RunStatus.WAITING:
+        status, cause = RunStatus.RESUMING, Cause.RULE
+        lease = {"lease_owner": claimed.lease_owner, "lease_until": claimed.lease_until}
     run = run_to(
         claimed,
         status,
@@ -158,8 +172,7 @@ def settle(
         asks=asks,
         snapshot=(step.snapshot if step.snapshot is not None else claimed.snapshot) if keep_state else None,
         state_ref=claimed.state_ref if keep_state else None,
-        lease_owner=None,
-        lease_until=None,
+        **lease,
         trail=step.trail[-MAX_TRAIL:] if step.trail else claimed.trail,
         stalled=0,  # a new state: what it owes Slack gets a fresh grace
         stalled_at=None,
@@ -170,9 +183,28 @@ def settle(
     return Outcome(run=run, new_asks=new_asks)
 
 
+def _auto_decided(ask: Ask, *, now: float, handed: str | None) -> Ask:
+    """``ask`` decided by its rule, if the rule decides by itself (``AskRules.auto``)."""
+    auto = ask.rules.auto
+    if auto is None:
+        return ask
+    verdict = Verdict.APPROVE if auto == "approve" else Verdict.REJECT
+    decision = Decision(verdict=verdict, user="", at=now, policy=ask.rules.label or "policy rule")
+    return ask_to(ask, AskStatus.DECIDED, cause=Cause.RULE, decision=decision, handed=handed)
+
+
+def auto_text(ask: Ask) -> str:
+    """What a rule decided, for the audit trail and the thread: ``<label>: approved``."""
+    decision = ask.decision
+    said = "approved" if decision is not None and decision.verdict is Verdict.APPROVE else "rejected"
+    return f"{ask.rules.label or 'policy rule'}: {said} by the rule, no card"
+
+
 def _asked_text(ask: Ask) -> str:
     terms = ask.rules
     parts = [ask.tool.name if ask.tool else ask.name]
+    if terms.label is not None:
+        parts.append(f"rule {terms.label}")
     if terms.approvers is not None:
         parts.append("approvers " + ", ".join(terms.approvers))
     if terms.quorum > 1:

@@ -34,6 +34,8 @@ from engine.records import Ask, Decision, Verdict
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
 
+    from engine.execution import Raised
+
 HITL_INTERRUPT_NAME = "strands:human-in-the-loop"
 # strands.vended_tools.HANDOFF_INTERRUPT_NAME: the same whatever the tool is named.
 HANDOFF_INTERRUPT_NAME = "strands:handoff-to-user"
@@ -104,6 +106,21 @@ def approval_id(run_id: str, ask: Ask) -> str:
 SKIPPED_TEXT = "skipped: the step that got this approval stopped before it was saved, so it may already have run"
 
 
+def details_of(raised: Raised) -> Any:
+    """What a policy rule's ``when`` is given about an ask: the tool's input for tool gates,
+    ``HumanInTheLoop`` and reviews, the reason when it is a dict, else ``{"reason": <str>}``."""
+    if raised.tool is not None:
+        return dict(raised.tool.input)
+    reason = raised.reason
+    if raised.name.startswith(REVIEW_INTERRUPT_PREFIX) and isinstance(reason, dict):
+        given = reason.get("input")
+        if isinstance(given, dict):
+            return given
+    if isinstance(reason, dict):
+        return reason
+    return {"reason": "" if reason is None else str(reason)}
+
+
 def response_for(ask: Ask, decision: Decision, *, run_id: str) -> Any:
     """The value ``interrupt(...)`` returns in graph code for this decision."""
     if ask.retry_of is not None:
@@ -113,6 +130,9 @@ def response_for(ask: Ask, decision: Decision, *, run_id: str) -> Any:
     if is_question(ask.name):
         return _question_response(decision)
     key = approval_id(run_id, ask)
+    if decision.policy is not None:  # decided by a policy rule: nobody decided
+        verdict = decision.verdict.value
+        return {"decision": verdict, "text": None, "user": None, "policy": decision.policy, "approval_id": key}
     if decision.expired:  # nobody answered in time: a rejection by nobody
         expired: dict[str, Any] = {"decision": Verdict.REJECT.value, "text": decision.text, "user": None}
         return {**expired, "expired": True, "approval_id": key}

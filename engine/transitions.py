@@ -18,11 +18,13 @@ Runs::
     running | resuming ──takeover──▶ running | resuming   (its holder's lease expired)
     running | resuming ──takeover──▶ waiting  (only approvals a dead pass got: asked again, nothing run)
     running | resuming ──fallback──▶ failed  (a save that cannot land; an announcement refused)
+    running | resuming ──rule──▶ resuming    (a rule decided the pass's new asks: the holder goes on)
     waiting  ──fallback──▶ failed            (a run left with nothing to answer: ``engine.invariants``)
 
 Asks::
 
     pending ──click | sweeper(expiry)──▶ decided   (expiry is a decision by nobody)
+    pending ──rule──▶ decided                      (``AskPolicy.auto``: decided as it is raised)
     decided ──pass──▶ consumed                     (the graph received it)
     decided ──takeover──▶ consumed                 (a dead pass got it; a "may have acted" ask replaces it)
     pending | decided ──▶ obsolete, with why:
@@ -53,6 +55,7 @@ class Cause(StrEnum):
     CANCEL = "cancel"  # /graph cancel: at once, at the brake, or at the holder's save
     TAKEOVER = "takeover"  # a process takes a run whose holder's lease expired
     FALLBACK = "fallback"  # a save that cannot land, an announcement Slack refused, a stranded run's repair
+    RULE = "rule"  # a policy rule's automatic decision (``AskPolicy.auto``), saved by the pass's holder
 
 
 class IllegalTransition(ValueError):
@@ -73,16 +76,16 @@ RUN_TRANSITIONS: dict[tuple[RunStatus, RunStatus], frozenset[Cause]] = {
     (R.RESUMING, R.CANCELLED): frozenset({C.CANCEL}),
     (R.WAITING, R.CANCELLED): frozenset({C.CANCEL}),
     (R.RUNNING, R.RUNNING): frozenset({C.TAKEOVER}),
-    (R.RESUMING, R.RESUMING): frozenset({C.TAKEOVER}),
+    (R.RESUMING, R.RESUMING): frozenset({C.TAKEOVER, C.RULE}),  # RULE: the holder goes on with a rule's answers
     (R.RESUMING, R.RUNNING): frozenset({C.TAKEOVER}),  # taken over with no state saved: from the task
-    (R.RUNNING, R.RESUMING): frozenset({C.TAKEOVER}),
+    (R.RUNNING, R.RESUMING): frozenset({C.TAKEOVER, C.RULE}),
     (R.RUNNING, R.WAITING): frozenset({C.PASS, C.TAKEOVER}),
     (R.RESUMING, R.WAITING): frozenset({C.PASS, C.TAKEOVER}),
 }
 """(from, to) -> who may cause it. A run's status kept as it is by anyone else is no transition."""
 
 ASK_TRANSITIONS: dict[tuple[AskStatus, AskStatus], frozenset[Cause]] = {
-    (A.PENDING, A.DECIDED): frozenset({C.CLICK, C.SWEEPER}),
+    (A.PENDING, A.DECIDED): frozenset({C.CLICK, C.SWEEPER, C.RULE}),
     (A.DECIDED, A.CONSUMED): frozenset({C.PASS, C.TAKEOVER}),
     (A.PENDING, A.OBSOLETE): frozenset({C.PASS, C.CANCEL, C.FALLBACK}),
     (A.DECIDED, A.OBSOLETE): frozenset({C.PASS, C.CANCEL, C.FALLBACK}),

@@ -123,7 +123,7 @@ def graph_def(
     remind_after: Sequence[float] | None = None,
     escalate_to: Sequence[str] | None = None,
     escalate_after: float | None = None,
-    asks: Mapping[str, AskPolicy] | None = None,
+    asks: Mapping[str, AskPolicy | Sequence[AskPolicy]] | None = None,
     idempotent: Sequence[str] | None = None,
 ) -> Callable[[F], F]:
     """Register the decorated function as the factory of the graph called ``name``.
@@ -131,7 +131,9 @@ def graph_def(
     The other keywords are the graph's approval policy (``engine.policy`` explains each):
     Slack user ids (``U…``) or user-group ids (``S…``) for ``approvers``, ``starters`` and
     ``escalate_to``, seconds for the waits, and ``asks`` for stricter terms on particular
-    tools or interrupts (``asks={"send_payment": AskPolicy(quorum=2)}``). The policy is
+    tools or interrupts (``asks={"send_payment": AskPolicy(quorum=2)}``), or a list of
+    rules by content where the first whose ``when`` holds applies (``AskPolicy(when=...,
+    label=..., auto="approve" | "reject")``: ``engine.rule_choice``). The policy is
     checked here, when the module is imported, so a mistake stops the bot at start.
 
     ``idempotent`` names tools or asks whose approved call may safely run twice (it

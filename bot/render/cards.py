@@ -213,6 +213,8 @@ def terms_block(ask: Ask) -> ContextBlock:
     """A live card's terms: who may decide, the approvals so far, expiry, escalation."""
     rules = ask.rules
     parts = [f"*Who may {'answer' if is_question(ask.name) else 'decide'}:* {who_may_decide(ask)}"]
+    if rules.label is not None:  # the policy rule that chose these terms
+        parts.insert(0, f"*Rule:* {escape(rules.label)}")
     if rules.quorum > 1:
         parts.append(approvals_so_far(ask))
     if rules.expires_at is not None:
@@ -238,6 +240,8 @@ def decided_outcome(ask: Ask) -> str:
     when = slack_date(decision.at)
     if decision.expired:
         return f"⌛ Expired: nobody decided in time · {when}"
+    if decision.policy is not None:
+        return f"{_OUTCOMES[decision.verdict]} by the rule {escape(decision.policy)} · {when}"
     if decision.verdict.value in APPROVING and (ask.votes or ask.rules.quorum > 1):
         approvers = list(dict.fromkeys([*ask.voters(), decision.user]))
         count = f" · {len(approvers)} of {ask.rules.quorum} approvals" if ask.rules.quorum > 1 else ""

@@ -165,6 +165,18 @@ def ending_of(text: str) -> str:
 _NOTICE_LIMIT = 2000
 
 
+def auto_decided(*, run: Run, ask: Ask) -> Rendered:
+    """The one line an ask decided by a policy rule gets in the thread instead of a card:
+    what was asked, the rule (its label) and what it decided; no buttons, no mention."""
+    decision = ask.decision
+    approved = decision is not None and decision.verdict.value == "approve"
+    mark, said = (":white_check_mark:", "approved") if approved else (":x:", "rejected")
+    rule = escape((decision.policy if decision is not None else None) or ask.rules.label or "a policy rule")
+    line = f"{mark} *{short(card_title(ask), 150)}* {said} by the rule _{rule}_ (no card: nobody was asked)"
+    line = fit(line, _NOTICE_LIMIT, total=len(line))
+    return build(text=line, blocks=[SectionBlock(text=MarkdownTextObject(text=line))])
+
+
 def ask_notice(*, run: Run, ask: Ask, index: int) -> Rendered:
     """``ask.notices[index]`` as a thread reply that mentions who may decide.
 

@@ -425,3 +425,62 @@ def handoff() -> Graph:
 )
 def handoff_quorum() -> Graph:
     return handoff()
+
+
+# -- payout-rules: rules by content on a gated tool (``AskPolicy(when=..., label=..., auto=...)``) ---
+
+from graph_defs import AskPolicy  # noqa: E402
+
+
+@tool
+def send_payout(amount: int) -> str:
+    """Pay out an amount (the test's stand-in for a payment; marks that it ran).
+
+    Args:
+        amount: How much to pay, in whole euros.
+    """
+    _mark(f"send_payout {amount}")
+    return f"paid {amount}"
+
+
+class _PayoutGate(HookProvider):
+    """Holds every ``send_payout`` call; writes each answer it gets to ``<markers>.answers``."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.gate)
+
+    def gate(self, event: BeforeToolCallEvent) -> None:
+        if event.tool_use["name"] != "send_payout":
+            return
+        answer: dict[str, Any] = event.interrupt("approve_payout", reason=dict(event.tool_use.get("input") or {}))
+        path = os.environ.get("APPROVAL_BOT_TEST_MARKERS")
+        if path:
+            with open(path + ".answers", "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(answer, sort_keys=True) + "\n")
+        if answer.get("decision") == "reject":
+            event.cancel_tool = f"rejected by {answer.get('policy') or answer.get('user')}"
+
+
+PAYOUT_RULES = [
+    AskPolicy(when=lambda d: d["amount"] > 1_000_000, label="over the limit", auto="reject"),
+    AskPolicy(when=lambda d: d["amount"] >= 1000, label="1,000 or more: Alice", approvers=["U0ALICE"]),
+    AskPolicy(when=lambda d: d["amount"] < 50, label="small", auto="approve"),
+    AskPolicy(label="default: Bob", approvers=["U0BOB"]),
+]
+
+
+@graph_def("payout-rules", description="a gated send_payout under rules by amount", asks={"send_payout": PAYOUT_RULES})
+def payout_rules() -> Graph:
+    def pay(messages: Messages) -> Step:
+        return call("send_payout", amount=int(graph_task(messages).split()[0]))
+
+    agent = Agent(
+        name="payer",
+        model=ScriptedModel([pay, lambda m: say(f"payer: {latest_tool_result_text(m)}")], id_prefix="tu_pay"),
+        tools=[send_payout],
+        hooks=[_PayoutGate()],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "payer")
+    return _bounded(builder)

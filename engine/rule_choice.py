@@ -1,0 +1,94 @@
+"""Which rule of ``asks={name: [AskPolicy, ...]}`` applies to an ask: rules by content.
+
+The first rule whose ``when`` holds for the ask's details applies (a rule without ``when``
+always holds); when none holds, the graph's own terms do. The choice is made once, when
+the ask is raised, in the pass that raised it (never on the path that acks a click), and
+its terms are frozen into the ask (``AskRules``): the same question raised again keeps its
+ask and its terms, so a ``when`` that would now say otherwise (it reads the clock, a
+random number, a remote service) cannot move an open ask to another rule. A question
+raised again with other content is a new ask and is judged anew.
+
+``when`` gets a deep copy of the details, so a ``when`` that changes what it was given
+cannot change what the card shows or what the tool runs with. A ``when`` that raises or
+returns something other than True or False fails closed: the strictest rule of the list
+applies (``strictest``), never an automatic approval, and the log says why once, when the
+ask is raised. A ``when`` runs in the pass, under the run's lease (renewed meanwhile): a slow
+one delays the pass, never a click's acknowledgement; one slower than ``SLOW_WHEN_SECONDS``
+is named in the log. It is not cut short (a thread cannot be stopped safely).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from engine.policy import AskPolicy
+
+logger = logging.getLogger(__name__)
+
+FAIL_CLOSED = "fail-closed"
+SLOW_WHEN_SECONDS = 0.5  # a when this slow holds up the pass (and its lease): said in the log
+
+
+def choose(rules: AskPolicy | Sequence[AskPolicy] | None, *, details: Any, name: str) -> tuple[AskPolicy, str | None]:
+    """The rule that applies to an ask about ``name`` with ``details``, and its label."""
+    if rules is None:
+        return AskPolicy(), None
+    listed = (rules,) if isinstance(rules, AskPolicy) else tuple(rules)
+    for index, rule in enumerate(listed):
+        if rule.when is None:
+            return rule, label_of(rule, index=index, name=name, listed=listed)
+        began = time.monotonic()
+        try:
+            holds = rule.when(copy.deepcopy(details))
+        except Exception as error:  # the graph author's code: any failure fails closed
+            return _failed(listed, name=name, index=index, why=f"raised {type(error).__name__}: {error}")
+        if (took := time.monotonic() - began) > SLOW_WHEN_SECONDS:
+            logger.warning(
+                "asks[%r]: the when of rule %d took %.1f s; keep it to the details given", name, index + 1, took
+            )
+        if not isinstance(holds, bool):
+            return _failed(listed, name=name, index=index, why=f"returned {type(holds).__name__}, not True or False")
+        if holds:
+            return rule, label_of(rule, index=index, name=name, listed=listed)
+    return AskPolicy(), None  # no rule holds: the graph's terms
+
+
+def label_of(rule: AskPolicy, *, index: int, name: str, listed: Sequence[AskPolicy]) -> str | None:
+    """The rule's label; an unlabelled rule of a list is named by its place in it."""
+    if rule.label is not None:
+        return rule.label
+    return f"{name} rule {index + 1}" if len(listed) > 1 or rule.when is not None else None
+
+
+def strictest(listed: Sequence[AskPolicy]) -> AskPolicy:
+    """The rule that lets the least through: an automatic rejection, else the rule asking
+    the most approvals from the fewest named people; never an automatic approval (with
+    only those, the graph's terms: a person decides)."""
+    candidates = [r for r in listed if r.auto != "approve"]
+    if not candidates:
+        return AskPolicy()
+
+    def severity(rule: AskPolicy) -> tuple[int, int, int, int]:
+        named = rule.approvers is not None
+        return (rule.auto == "reject", rule.quorum or 1, named, -len(rule.approvers or ()))
+
+    return max(candidates, key=severity)
+
+
+def _failed(listed: Sequence[AskPolicy], *, name: str, index: int, why: str) -> tuple[AskPolicy, str]:
+    chosen = strictest(listed)
+    position = listed.index(chosen) if chosen in listed else -1
+    label = label_of(chosen, index=position, name=name, listed=listed) if position >= 0 else None
+    logger.warning(
+        "asks[%r]: the when of rule %d (%s) %s; failing closed with the strictest rule (%s)",
+        name,
+        index + 1,
+        label_of(listed[index], index=index, name=name, listed=listed),
+        why,
+        label or "the graph's terms",
+    )
+    return chosen, f"{label or 'graph terms'} ({FAIL_CLOSED})"
