@@ -63,6 +63,9 @@ class Refusal(StrEnum):
     NEEDS_APPROVE = "needs_approve"  # a reply reading "yes" under a quorum: only Approve counts
     EXPIRED = "expired"  # past its expiry; the sweeper has not got to it yet
     NOT_IN_CHANNEL = "not_in_channel"  # the ask is open to the run's channel; not shown to be in it
+    # The ask needs one approval from each of several groups (``all_of``) and the caller has
+    # not looked the person up in them yet: the ballot does, and writes again (never shown).
+    UNCOUNTED = "uncounted"
 
 
 # Verdicts that say yes to what the card shows: under a quorum each counts as one approval.
@@ -87,9 +90,15 @@ class AskPolicy:
     remind_after: Sequence[float] | None = None
     escalate_to: Sequence[str] | None = None
     escalate_after: float | None = None
+    # The two-person rule across teams: one approval from each of these users or groups is
+    # required, each counting toward ``quorum`` (left out, the quorum is raised to their
+    # number; given below it, a PolicyError). Their members may approve for their entry
+    # while it is missing, and reject at any time.
+    all_of: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         _check_terms(self)
+        _check_all_of(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,6 +170,9 @@ class Policy:
 
         approvers = pick(override.approvers, self.approvers)
         quorum = int(pick(override.quorum, self.quorum))
+        all_of = tuple(override.all_of or ())
+        if override.quorum is None:
+            quorum = max(quorum, len(all_of))  # each entry's approval counts toward the quorum
         wait = float(pick(override.expires_after, pick(self.expires_after, default_expires_after)))
         reminders = pick(override.remind_after, self.remind_after)
         if reminders is None:
@@ -176,6 +188,7 @@ class Policy:
             remind_at=tuple(sorted(now + float(r) for r in reminders if 0 < float(r) < wait)),
             escalate_at=escalate_at if escalate_at is not None and escalate_at < now + wait else None,
             escalate_to=escalate_to if escalate_at is not None and escalate_at < now + wait else (),
+            all_of=all_of,
         )
 
 
@@ -190,6 +203,7 @@ class AskRules:
     remind_at: tuple[float, ...] = ()
     escalate_at: float | None = None
     escalate_to: tuple[str, ...] = ()
+    all_of: tuple[str, ...] = ()  # one approval from each is required (``AskPolicy.all_of``)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"quorum": self.quorum, "allow_self": self.allow_self}
@@ -202,6 +216,8 @@ class AskRules:
         if self.escalate_at is not None:
             data["escalate_at"] = self.escalate_at
             data["escalate_to"] = list(self.escalate_to)
+        if self.all_of:
+            data["all_of"] = list(self.all_of)
         return data
 
     @classmethod
@@ -215,21 +231,34 @@ class AskRules:
             remind_at=tuple(float(t) for t in data.get("remind_at") or ()),
             escalate_at=float(data["escalate_at"]) if data.get("escalate_at") is not None else None,
             escalate_to=tuple(data.get("escalate_to") or ()),
+            all_of=tuple(data.get("all_of") or ()),
         )
 
 
 def deciders(ask: Ask) -> tuple[str, ...] | None:
-    """Who may decide ``ask`` now: its approvers, plus the escalation group once escalated."""
+    """Who may decide ``ask`` now: its approvers and ``all_of`` entries, plus the escalation
+    group once escalated."""
     approvers = ask.rules.approvers
     if approvers is None:
         return None
+    approvers += tuple(i for i in ask.rules.all_of if i not in approvers)
     return approvers + tuple(i for i in ask.rules.escalate_to if i not in approvers) if ask.escalated else approvers
 
 
 def final_vote(ask: Ask, decision: Decision) -> bool:
     """Whether ``decision`` decides the ask (a rejection, a reply, or the approval that
-    reaches the quorum) rather than adding one approval to it."""
-    return decision.expired or decision.verdict.value not in APPROVING or len(ask.votes) + 1 >= ask.rules.quorum
+    reaches the quorum and leaves no ``all_of`` entry missing) rather than adding one
+    approval to it. ``decision.counts_for`` is the entry it fills, if any."""
+    if decision.expired or decision.verdict.value not in APPROVING:
+        return True
+    missing = set(missing_of(ask)) - {decision.counts_for}
+    return len(ask.votes) + 1 >= ask.rules.quorum and not missing
+
+
+def missing_of(ask: Ask) -> tuple[str, ...]:
+    """The ``all_of`` entries no approval has filled yet, in the policy's order."""
+    filled = ask.filled
+    return tuple(i for i in ask.rules.all_of if i not in filled)
 
 
 def may_start(policy: Policy, user: str, *, member_of: frozenset[str]) -> bool:
@@ -246,6 +275,8 @@ def _check_terms(terms: AskPolicy) -> None:
     ):
         raise PolicyError(f"quorum must be a whole number from 1 to {MAX_QUORUM}, got {terms.quorum!r}")
     approvers = terms.approvers
+    if approvers is not None and terms.all_of:
+        approvers = [*approvers, *terms.all_of]  # an all_of member's approval counts too
     if (
         approvers is not None
         and terms.quorum is not None
@@ -268,6 +299,21 @@ def _check_terms(terms: AskPolicy) -> None:
         _check_ids(terms.escalate_to, what="escalate_to")
     if bool(terms.escalate_to) != (terms.escalate_after is not None):
         raise PolicyError("escalate_to and escalate_after go together: whom to add, and after how many seconds")
+
+
+def _check_all_of(terms: AskPolicy) -> None:
+    """``all_of``: distinct ids, at most ``MAX_QUORUM`` of them, and a quorum that counts
+    each (a quorum below their number could never be met as the policy reads)."""
+    if terms.all_of is None:
+        return
+    _check_ids(terms.all_of, what="all_of")
+    if not terms.all_of or len(set(terms.all_of)) != len(terms.all_of) or len(terms.all_of) > MAX_QUORUM:
+        raise PolicyError(f"all_of: from 1 to {MAX_QUORUM} distinct user or group ids, got {list(terms.all_of)!r}")
+    if terms.quorum is not None and terms.quorum < len(terms.all_of):
+        raise PolicyError(
+            f"quorum {terms.quorum} is below the {len(terms.all_of)} approvals all_of requires "
+            "(each entry's approval counts toward the quorum; leave quorum out to require exactly those)"
+        )
 
 
 def _check_ids(ids: Sequence[str], *, what: str) -> None:

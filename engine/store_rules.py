@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from engine.audit import MAX_EVENTS, AuditEvent, appended
-from engine.decision_rules import Gate, judge, record_of
+from engine.decision_rules import Gate, counted, judge, record_of
 from engine.policy import deciders, final_vote
 from engine.records import Ask, AskStatus, Decision, MessageRef, Run, RunStatus
 from engine.store import AskNotFound, AskNotPending, DecisionRefused, Delivery, Lease, RunNotFound, VerdictNotOffered
@@ -63,7 +63,9 @@ def decided(
         return run  # the same answer again: already done
     if ask.status is AskStatus.PENDING and ask.votes.get(decision.user) == decision:
         return run  # this very vote, delivered again
-    why = judge(record_of(run, ask_key), ask_key, decision, member_of=member_of, now=now)
+    record = record_of(run, ask_key)
+    decision = counted(record, ask_key, decision, member_of=member_of)  # the all_of entry it fills
+    why = judge(record, ask_key, decision, member_of=member_of, now=now)
     if why is Gate.NOT_PENDING:
         raise AskNotPending(run, ask_key)
     if why is Gate.NOT_OFFERED:
