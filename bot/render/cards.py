@@ -50,7 +50,7 @@ from bot.render.mrkdwn import (
 from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
-from bot.render.titles import card_title, hitl_why, mention_ids, who_may_decide
+from bot.render.titles import card_title, hitl_why, mention_ids, still_needed, who_may_decide
 from bot.render.values import value_blocks
 from engine.policy import APPROVING
 from engine.records import Ask, Closed, Run, RunStatus, Verdict
@@ -211,6 +211,8 @@ def terms_block(ask: Ask) -> ContextBlock:
     parts = [f"*Who may decide:* {who_may_decide(ask)}"]
     if rules.quorum > 1:
         parts.append(approvals_so_far(ask))
+    if needed := still_needed(ask):  # the two-person rule: which teams have not approved yet
+        parts.append(needed)
     if rules.expires_at is not None:
         parts.append(f"expires {slack_date(rules.expires_at)}")
     if ask.escalated and rules.escalate_to:
