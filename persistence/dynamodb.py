@@ -246,13 +246,13 @@ class DynamoRunStore:
                 if expected is failed.run:
                     return self._inline(failed.item)  # already recorded (a retry after a lost response)
                 new_vote = expected.asks[ask_key].status is AskStatus.PENDING
-                decision = items.as_recorded(expected.asks[ask_key], decision)  # with the all_of entry it fills
+                recounted = items.as_recorded(expected.asks[ask_key], decision)  # with the all_of entry it fills
                 held = claiming is not None and not new_vote and expected.lease_owner != claiming.owner
-                if new_vote == vote and not held:
+                if new_vote == vote and not held and recounted.counts_for == decision.counts_for:
                     # Allowed as parsed, yet refused: the condition and the rules disagree
                     # about this item. Refuse rather than guess.
                     raise StoreBroken(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
-                vote, claiming = new_vote, (None if held else claiming)
+                vote, claiming, decision = new_vote, (None if held else claiming), recounted
         raise StoreUnavailable(f"ask {ask_key} of run {run_id}: the record kept changing; try again")
 
     def _decide(
