@@ -127,9 +127,10 @@ POLICY_GRAPHS = {
     },
     "guarded-reminding": {"approvers": ["U0ALICE"], "expires_after": 600, "remind_after": [1]},
     # The two-person rule across teams: one approval from finance and one from legal (the
-    # quorum, left out, is raised to two).
+    # quorum, left out, is raised to two). U0ALICE is named too, and is in finance: her
+    # approval must still count for finance (the ballot looks her up before it counts).
     "guarded-all-of": {
-        "approvers": ["S0FIN", "S0LEGAL"],
+        "approvers": ["U0ALICE", "S0FIN", "S0LEGAL"],
         "asks": {"approve_write_writer": AskPolicy(all_of=["S0FIN", "S0LEGAL"])},
     },
 }
