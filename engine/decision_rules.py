@@ -78,7 +78,8 @@ def rules_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], no
         # One person's Edit, Trust or Retry must not stand in for several approvals: under a
         # quorum these verdicts are not offered, whatever the ask's list says (a list made
         # before this rule, or a "may have acted" card, which asks for votes instead).
-        offered = And(offered, Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)))
+        # Nor under ``all_of``: one person's word must not stand in for another team's.
+        offered = And(offered, Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)), Missing(terms / "all_of"))
     found.append(Rule(why=Gate.NOT_OFFERED, holds=offered))
     if decision.expired:
         return tuple(found)
@@ -105,7 +106,8 @@ def rules_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], no
         found += _all_of_rules(ask, terms, slot, ids=ids, looked_up=ALL_OF_LOOKED_UP in member_of)
         found.append(Rule(why=Refusal.ALREADY_APPROVED, holds=Missing(ask / "votes" / user)))
     if verdict is Verdict.REPLY and reads_as_yes(decision.text):
-        found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=Or(Missing(terms / "quorum"), Le(terms / "quorum", 1))))
+        single = And(Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)), Missing(terms / "all_of"))
+        found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=single))
     return tuple(found)
 
 

@@ -17,7 +17,7 @@ import pytest
 from engine.decision_rules import ALL_OF_LOOKED_UP
 from engine.policy import AskRules, Refusal
 from engine.records import AskStatus, Decision, Run, Verdict
-from engine.store import DecisionRefused, RunStore
+from engine.store import DecisionRefused, RunStore, VerdictNotOffered
 from tests.persistence.conftest import Backend, make_run
 
 NOW = time.time()
@@ -25,12 +25,19 @@ FIN, LEGAL = "S0FIN", "S0LEGAL"
 SEEN = frozenset({ALL_OF_LOOKED_UP})
 
 
-def _store(backend: Backend, *, quorum: int = 2, approvers: tuple[str, ...] | None = None) -> tuple[RunStore, Run]:
+def _store(
+    backend: Backend,
+    *,
+    quorum: int = 2,
+    approvers: tuple[str, ...] | None = None,
+    all_of: tuple[str, ...] = (FIN, LEGAL),
+) -> tuple[RunStore, Run]:
     if backend.bucket:
         pytest.skip("where the state lives does not change a decision's rules")
     base = make_run(f"r-allof-{time.monotonic_ns()}", started_by="U0S")
-    rules = AskRules(approvers=approvers, quorum=quorum, all_of=(FIN, LEGAL))
-    run = base.evolve(asks={"a1": replace(base.asks["a1"], rules=rules)})
+    rules = AskRules(approvers=approvers, quorum=quorum, all_of=all_of)
+    offered = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY, Verdict.EDIT, Verdict.TRUST)
+    run = base.evolve(asks={"a1": replace(base.asks["a1"], rules=rules, verdicts=offered)})
     store = backend.store()
     store.create(run)
     return store, run
@@ -82,3 +89,17 @@ def test_a_team_member_may_reject_but_not_approve_for_a_team_already_counted(bac
     assert refused.value.refusal is Refusal.NOT_APPROVER
     ask = _approve(store, run, "U0F2", SEEN | {FIN}, verdict=Verdict.REJECT).asks["a1"]
     assert ask.status is AskStatus.DECIDED and ask.decision is not None and ask.decision.verdict is Verdict.REJECT
+
+
+def test_no_one_persons_trust_or_yes_reply_stands_in_for_a_team(backend: Backend) -> None:
+    store, run = _store(backend, quorum=1, approvers=("U0A",), all_of=(FIN,))
+    run = store.load(run.run_id, snapshot=False) or run
+    trust = Decision(verdict=Verdict.TRUST, user="U0A", at=NOW)
+    with pytest.raises(VerdictNotOffered):  # a Trust would let later asks skip finance
+        store.decide(run.run_id, "a1", trust, now=NOW, member_of=SEEN | {FIN, "C1"})
+    yes = Decision(verdict=Verdict.REPLY, user="U0A", at=NOW, text="yes")
+    with pytest.raises(DecisionRefused) as refused:  # HumanInTheLoop would read it as an approval
+        store.decide(run.run_id, "a1", yes, now=NOW, member_of=SEEN | {"C1"})
+    assert refused.value.refusal is Refusal.NEEDS_APPROVE
+    ask = _approve(store, run, "U0F", SEEN | {FIN}).asks["a1"]
+    assert ask.status is AskStatus.DECIDED and ask.decision is not None and ask.decision.counts_for == FIN
