@@ -5,11 +5,13 @@ policy's checks, the terms frozen with the ask, and the ballot's lookups (SQLite
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
 import tests.support.graphs as test_graphs
 from engine import RunEngine
+from engine.inbox import Inbox
 from engine.policy import AskPolicy, Policy, PolicyError, Refusal, deciders
 from engine.records import AskStatus, Decision, RunStatus, Verdict
 from persistence.sqlite import SqliteRunStore
@@ -73,3 +75,37 @@ async def test_a_failed_lookup_counts_for_no_team_and_any_member_may_reject(
     assert not refused.accepted and refused.refusal is Refusal.NOT_APPROVER
     rejected = await engine.decide(run_id=run.run_id, ask_key=key, decision=vote("U0BOB", Verdict.REJECT))
     assert rejected.accepted and rejected.ask is not None and rejected.ask.status is AskStatus.DECIDED
+
+
+TEAMS = {"U0BOB": frozenset({"S0FIN"}), "U0CAROL": frozenset({"S0LEGAL"})}
+
+
+class _Teams:
+    """The inbox's view of who is in which team (``engine.inbox.Memberships``)."""
+
+    async def groups_of(self, user: str) -> frozenset[str]:
+        return TEAMS.get(user, frozenset())
+
+    async def channels_of(self, user: str) -> frozenset[str]:
+        return frozenset({"C1"})
+
+
+async def test_the_inbox_lists_an_all_of_ask_to_a_team_only_while_its_approval_is_missing(
+    store: SqliteRunStore, publisher: RecordingPublisher
+) -> None:
+    engine = _engine(store, publisher, FakeDirectory(groups={"S0FIN": {"U0BOB"}, "S0LEGAL": {"U0CAROL"}}))
+    run = await engine.start(graph="guarded-write", task="pay", user="U0REQ", channel="C1")
+    (ask,) = run.pending_asks()
+    # Finance and legal may each give their one approval; only U0A may give a plain one.
+    rules = replace(ask.rules, approvers=("U0A",), quorum=2, all_of=("S0FIN", "S0LEGAL"))
+    stored = store.load(run.run_id, snapshot=False)
+    assert stored is not None
+    store.save(stored.evolve(asks={ask.key: replace(ask, rules=rules)}), expected_version=stored.version)
+    store.index_asks(store.load(run.run_id, snapshot=False))  # type: ignore[arg-type]
+    inbox = Inbox(store=store, directory=_Teams(), clock=time.time)  # type: ignore[arg-type]
+
+    assert [a.key for _, a in await inbox.waiting_for("U0BOB")] == [ask.key]
+    first = await engine.decide(run_id=run.run_id, ask_key=ask.key, decision=vote("U0BOB"))
+    assert first.accepted and first.ask is not None and first.ask.filled == {"S0FIN": "U0BOB"}
+    assert await inbox.waiting_for("U0BOB") == [], "finance's approval is counted: nothing waits for Bob"
+    assert [a.key for _, a in await inbox.waiting_for("U0CAROL")] == [ask.key]
