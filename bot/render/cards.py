@@ -50,7 +50,7 @@ from bot.render.mrkdwn import (
 from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
-from bot.render.titles import card_title, hitl_why, mention_ids, still_needed, who_may_decide
+from bot.render.titles import card_title, hitl_why, mention_id, mention_ids, still_needed, who_may_decide
 from bot.render.values import value_blocks
 from engine.policy import APPROVING
 from engine.records import Ask, Closed, Run, RunStatus, Verdict
@@ -224,7 +224,10 @@ def terms_block(ask: Ask) -> ContextBlock:
 def approvals_so_far(ask: Ask) -> str:
     """``Approvals: 1 of 2 — <@U1>``: the approvals a quorum ask gathered, in order."""
     voters = ask.voters()
-    return f"Approvals: {len(voters)} of {ask.rules.quorum}" + (f" — {_people(voters)}" if voters else "")
+    shown = f"Approvals: {len(voters)} of {ask.rules.quorum}" + (f" — {_people(voters)}" if voters else "")
+    if ask.filled:  # the two-person rule: whose approval counted for which team
+        shown += " (" + ", ".join(f"{mention_id(slot)}: {mention(u)}" for slot, u in ask.filled.items()) + ")"
+    return shown
 
 
 def decided_outcome(ask: Ask) -> str:

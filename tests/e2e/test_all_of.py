@@ -64,6 +64,7 @@ async def test_one_approval_from_each_team_not_two_from_one(
     assert "counts" in counted["text"] and LEGAL_MISSING in counted["text"], counted["text"]
     shown = await _card_saying(local_slack, card, "Approvals: 1 of 2", what="the card to count Alice")
     assert LEGAL_MISSING in _text(shown) and "one from <!subteam^S0FIN>" not in _text(shown)
+    assert "<!subteam^S0FIN>: <@U0ALICE>" in _text(shown), "the card says whom her approval counted for"
 
     await user.click(message=shown, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
     (told,) = await local_slack.wait_for(lambda: local_slack.ephemerals("U0BOB"), timeout=30, what="Bob's notice")
