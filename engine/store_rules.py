@@ -78,6 +78,7 @@ def decided(
     else:
         ask = replace(ask, votes={**ask.votes, decision.user: decision}, card=ask.card or card)
         event = replace(event, kind="voted") if event is not None else None
+    event = counted_event(event, decision) if event is not None else None
     trail, dropped = appended(run.audit, run.audit_dropped, [event] if event else [])
     new = run.evolve(
         asks={**run.asks, ask_key: ask}, version=run.version + 1, updated_at=now, audit=trail, audit_dropped=dropped
@@ -88,6 +89,13 @@ def decided(
             new, RunStatus.RESUMING, cause=Cause.CLICK, lease_owner=claim.owner, lease_until=claim.until, asks=handed
         )
     return new
+
+
+def counted_event(event: AuditEvent, decision: Decision) -> AuditEvent:
+    """``event`` naming the ``all_of`` entry the approval counted for, so the trail explains it."""
+    if decision.counts_for is None:
+        return event
+    return replace(event, text=f"{event.text or decision.verdict.value} (for {decision.counts_for})")
 
 
 def noted(run: Run, event: AuditEvent) -> Run | None:

@@ -70,7 +70,7 @@ from engine.store import (
     StoreUnavailable,
     VersionConflict,
 )
-from engine.store_rules import apply_delivery, decided, known_to
+from engine.store_rules import apply_delivery, counted_event, decided, known_to
 from persistence import aws, snapshots
 from persistence import dynamo_items as items
 from persistence.dynamo_home import DynamoHome
@@ -278,7 +278,8 @@ class DynamoRunStore:
         if event is not None:
             names["#audit"] = "audit"
             values[":empty"] = {"L": []}
-            values[":ev"] = items.wire([(replace(event, kind="voted") if vote else event).to_dict()])
+            told = counted_event(replace(event, kind="voted") if vote else event, decision)
+            values[":ev"] = items.wire([told.to_dict()])
         sets = ["#version = #version + :one", "updated_at = :now", "sweep_pk = :sweep"]
         if event is not None:
             sets.append("#audit = list_append(if_not_exists(#audit, :empty), :ev)")

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 
+from engine.audit import AuditEvent
 from engine.decision_rules import ALL_OF_LOOKED_UP
 from engine.policy import AskRules, Refusal
 from engine.records import AskStatus, Decision, Run, Verdict
@@ -47,7 +48,8 @@ def _approve(
     store: RunStore, run: Run, user: str, member_of: frozenset[str], verdict: Verdict = Verdict.APPROVE
 ) -> Run:
     decision = Decision(verdict=verdict, user=user, at=NOW)
-    return store.decide(run.run_id, "a1", decision, now=NOW, member_of=member_of | {"C1"})
+    event = AuditEvent(at=NOW, kind="decided", by=user, ask="a1", text=verdict.value)
+    return store.decide(run.run_id, "a1", decision, now=NOW, member_of=member_of | {"C1"}, event=event)
 
 
 def test_two_of_one_team_do_not_decide_one_of_each_does(backend: Backend) -> None:
@@ -59,7 +61,14 @@ def test_two_of_one_team_do_not_decide_one_of_each_does(backend: Backend) -> Non
     assert ask.status is AskStatus.PENDING and set(ask.votes) == {"U0A", "U0B"} and ask.filled == {FIN: "U0A"}
     ask = _approve(store, run, "U0C", SEEN | {LEGAL}).asks["a1"]
     assert ask.status is AskStatus.DECIDED and ask.decision is not None and ask.decision.counts_for == LEGAL
-    assert store.load(run.run_id, snapshot=False).asks["a1"].decision.counts_for == LEGAL  # type: ignore[union-attr]
+    stored = store.load(run.run_id, snapshot=False)
+    assert stored is not None and stored.asks["a1"].decision is not None
+    assert stored.asks["a1"].decision.counts_for == LEGAL
+    assert [(e.kind, e.by, e.text) for e in stored.audit] == [
+        ("voted", "U0A", f"approve (for {FIN})"),
+        ("voted", "U0B", "approve"),
+        ("decided", "U0C", f"approve (for {LEGAL})"),
+    ], "the trail says which team each approval counted for"
 
 
 def test_a_person_in_both_teams_fills_the_first_missing_one_only(backend: Backend) -> None:
