@@ -9,7 +9,10 @@ that name no approvers: anyone in the run's channel) is the same kind of fact: a
 a card is checked against the card's channel before the write (one cached lookup, so the
 click still costs one write), and a refusal NOT_IN_CHANNEL for any other channel (an App
 Home button has no card) looks up the run's channel and writes once more. A click by a
-listed person therefore costs no second write, and a failed lookup refuses.
+listed person therefore costs no second write, and a failed lookup refuses. An ask that
+needs one approval from each of several groups (``all_of``) refuses an approval until the
+person was looked up in all of them (UNCOUNTED): the store then counts it for the first
+missing entry they are in, so the lookup decides which team an approval speaks for.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from collections.abc import Callable
 
 from engine import audit
 from engine.audit import AuditEvent
+from engine.decision_rules import ALL_OF_LOOKED_UP
 from engine.oversight import groups_of
 from engine.policy import GROUP_ID, LOOKUP_TIMEOUT_SECONDS, Directory, Refusal, deciders
 from engine.ports import DecideResult
@@ -67,7 +71,7 @@ class Ballot:
             # clicker to be in it before the write, so a click in the channel costs one write.
             channel_checked = card.channel
             member_of |= await self._in_channel(user, card.channel)
-        for _ in range(3):
+        for _ in range(4):
             try:
                 run = await in_thread(
                     self._store.decide,
@@ -84,11 +88,15 @@ class Ballot:
             except DecisionRefused as refused:
                 ask = refused.run.asks[ask_key]
                 found: frozenset[str] = frozenset()
-                unchecked = {g for g in deciders(ask) or () if GROUP_ID.match(g)} - checked
+                unchecked = {g for g in (*(deciders(ask) or ()), *ask.rules.all_of) if GROUP_ID.match(g)} - checked
                 channel = refused.run.channel
-                if refused.refusal is Refusal.NOT_APPROVER and unchecked:
+                if refused.refusal in (Refusal.NOT_APPROVER, Refusal.UNCOUNTED) and (
+                    unchecked or (ask.rules.all_of and ALL_OF_LOOKED_UP not in member_of)
+                ):
                     checked |= unchecked
                     found = await groups_of(self._directory, user, unchecked)
+                    if ask.rules.all_of:  # looked up in every all_of group (a failed lookup: not in it)
+                        found |= {ALL_OF_LOOKED_UP}
                 elif refused.refusal is Refusal.NOT_IN_CHANNEL and channel and channel != channel_checked:
                     channel_checked = channel
                     found = await self._in_channel(user, channel)

@@ -19,7 +19,7 @@ Order matters only for which reason is given: the first rule that fails is the a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from engine.records import Run
 
 MAX_FACTS = 40  # the user plus the groups and channels they were shown to be in, per decision
+# A fact the caller adds to ``member_of`` once it looked the person up in every group of the
+# ask's ``all_of``: only then may an approval be recorded while an entry is missing (else it
+# might count as a plain approval when it should fill an entry). Never a Slack id.
+ALL_OF_LOOKED_UP = "all_of:looked-up"
 
 
 class Gate(StrEnum):
@@ -74,18 +78,23 @@ def rules_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], no
         # One person's Edit, Trust or Retry must not stand in for several approvals: under a
         # quorum these verdicts are not offered, whatever the ask's list says (a list made
         # before this rule, or a "may have acted" card, which asks for votes instead).
-        offered = And(offered, Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)))
+        # Nor under ``all_of``: one person's word must not stand in for another team's.
+        offered = And(offered, Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)), Missing(terms / "all_of"))
     found.append(Rule(why=Gate.NOT_OFFERED, holds=offered))
     if decision.expired:
         return tuple(found)
     user = decision.user
-    ids = (user, *sorted(member_of - {user}))[:MAX_FACTS]
+    ids = (user, *sorted(member_of - {user, ALL_OF_LOOKED_UP}))[:MAX_FACTS]
+    slot = decision.counts_for if verdict.value in APPROVING else None
     found.append(Rule(why=Refusal.EXPIRED, holds=Or(Missing(terms / "expires_at"), Gt(terms / "expires_at", now))))
     own = Eq(Path("started_by"), user)
     approver: Condition = Or(
         Missing(terms / "approvers"),
         *(Contains(terms / "approvers", i) for i in ids),
         And(Eq(ask / "escalated", True), Or(*(Contains(terms / "escalate_to", i) for i in ids))),
+        # ``all_of`` members: a yes only for the entry it fills; any other answer at any time.
+        *((Contains(terms / "all_of", slot),) if slot is not None else ()),
+        *((Contains(terms / "all_of", i) for i in ids) if verdict.value not in APPROVING else ()),
     )
     in_channel: Condition = Or(Exists(terms / "approvers"), In(Path("channel"), ids))
     if verdict is Verdict.REJECT:
@@ -94,10 +103,43 @@ def rules_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], no
         found.append(Rule(why=Refusal.SELF_APPROVAL, holds=Or(Not(own), Eq(terms / "allow_self", True))))
     found += [Rule(why=Refusal.NOT_APPROVER, holds=approver), Rule(why=Refusal.NOT_IN_CHANNEL, holds=in_channel)]
     if verdict.value in APPROVING:
+        found += _all_of_rules(ask, terms, slot, ids=ids, looked_up=ALL_OF_LOOKED_UP in member_of)
         found.append(Rule(why=Refusal.ALREADY_APPROVED, holds=Missing(ask / "votes" / user)))
     if verdict is Verdict.REPLY and reads_as_yes(decision.text):
-        found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=Or(Missing(terms / "quorum"), Le(terms / "quorum", 1))))
+        single = And(Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)), Missing(terms / "all_of"))
+        found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=single))
     return tuple(found)
+
+
+def _all_of_rules(ask: Path, terms: Path, slot: str | None, *, ids: tuple[str, ...], looked_up: bool) -> list[Rule]:
+    """An approval that fills an ``all_of`` entry names one the person is shown to be in and
+    that is still missing; while any entry is missing, an approval needs the person looked
+    up in the ask's groups first (``ALL_OF_LOOKED_UP``), so none counts as plain by mistake."""
+    found: list[Rule] = []
+    if slot is not None:
+        entry = ask / "filled" / slot
+        holds: Condition = And(Contains(terms / "all_of", slot), Missing(entry))
+        if slot not in ids:  # never: an entry the person was not shown to be in
+            holds = And(holds, Exists(entry))
+        found.append(Rule(why=Refusal.NOT_APPROVER, holds=holds))
+    if not looked_up:
+        found.append(Rule(why=Refusal.UNCOUNTED, holds=Or(Missing(terms / "all_of"), Le(ask / "gaps", 0))))
+    return found
+
+
+def counted(record: Mapping[str, Any], ask_key: str, decision: Decision, *, member_of: frozenset[str]) -> Decision:
+    """``decision`` with the ``all_of`` entry it fills on ``record``: for an approval, the
+    first entry (in the policy's order) still missing that the person is or is shown to be
+    in; None otherwise. A person in two groups fills one entry, never both. Any
+    ``counts_for`` the caller gave is replaced: only the record and the facts decide it."""
+    ask = (record.get("asks") or {}).get(ask_key) or {}
+    all_of = (ask.get("rules") or {}).get("all_of") or ()
+    slot = None
+    if all_of and decision.verdict.value in APPROVING and not decision.expired:
+        filled = ask.get("filled") or {}
+        facts = {decision.user} | (member_of - {ALL_OF_LOOKED_UP})
+        slot = next((i for i in all_of if i not in filled and i in facts), None)
+    return decision if decision.counts_for == slot else replace(decision, counts_for=slot)
 
 
 def condition_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], now: float) -> Condition:

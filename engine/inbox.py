@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from engine.decision_rules import judge, record_of
+from engine.decision_rules import ALL_OF_LOOKED_UP, counted, judge, record_of
 from engine.policy import Directory
 from engine.records import Ask, Decision, Run, Verdict
 from engine.store import RunStore
@@ -53,11 +53,13 @@ class Inbox:
         for run, ask in found:
             if ask.rules.approvers is None and channels is None:
                 channels = await self._lookup("channels_of", user)
-            facts = groups | (channels or frozenset())
+            # Every group of the person was looked up, the ask's all_of groups among them.
+            facts = groups | (channels or frozenset()) | {ALL_OF_LOOKED_UP}
             # Judged as the ask's own yes would be (Approve, or a "may have acted" card's
             # Retry): listed only when that click would be recorded, every rule passed.
-            yes = Decision(verdict=_yes_verdict(ask), user=user, at=now)
-            if judge(record_of(run, ask.key), ask.key, yes, member_of=facts, now=now) is None:
+            record = record_of(run, ask.key)
+            yes = counted(record, ask.key, Decision(verdict=_yes_verdict(ask), user=user, at=now), member_of=facts)
+            if judge(record, ask.key, yes, member_of=facts, now=now) is None:
                 mine.append((run, ask))
         return mine[:limit]
 

@@ -71,6 +71,9 @@ class Refusal(StrEnum):
     NEEDS_APPROVE = "needs_approve"  # a reply reading "yes" under a quorum: only Approve counts
     EXPIRED = "expired"  # past its expiry; the sweeper has not got to it yet
     NOT_IN_CHANNEL = "not_in_channel"  # the ask is open to the run's channel; not shown to be in it
+    # The ask needs one approval from each of several groups (``all_of``) and the caller has
+    # not looked the person up in them yet: the ballot does, and writes again (never shown).
+    UNCOUNTED = "uncounted"
 
 
 # Verdicts that say yes to what the card shows: under a quorum each counts as one approval.
@@ -102,9 +105,16 @@ class AskPolicy:
     label: str | None = None
     auto: str | None = None
 
+    # The two-person rule across teams: one approval from each of these users or groups is
+    # required, each counting toward ``quorum`` (left out, the quorum is raised to their
+    # number; given below it, a PolicyError). Their members may approve for their entry
+    # while it is missing, and reject at any time.
+    all_of: Sequence[str] | None = None
+
     def __post_init__(self) -> None:
         _check_terms(self)
         check_rule(self)
+        _check_all_of(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,6 +191,9 @@ class Policy:
 
         approvers = pick(override.approvers, self.approvers)
         quorum = int(pick(override.quorum, self.quorum))
+        all_of = tuple(override.all_of or ())
+        if override.quorum is None:
+            quorum = max(quorum, len(all_of))  # each entry's approval counts toward the quorum
         wait = float(pick(override.expires_after, pick(self.expires_after, default_expires_after)))
         reminders = pick(override.remind_after, self.remind_after)
         if reminders is None:
@@ -198,6 +211,7 @@ class Policy:
             escalate_to=escalate_to if escalate_at is not None and escalate_at < now + wait else (),
             label=label,
             auto=override.auto,
+            all_of=all_of,
         )
 
 
@@ -214,6 +228,7 @@ class AskRules:
     escalate_to: tuple[str, ...] = ()
     label: str | None = None  # the rule that chose these terms (``AskPolicy.label``)
     auto: str | None = None  # "approve" | "reject": decided by the rule, no card
+    all_of: tuple[str, ...] = ()  # one approval from each is required (``AskPolicy.all_of``)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"quorum": self.quorum, "allow_self": self.allow_self}
@@ -230,6 +245,8 @@ class AskRules:
             data["label"] = self.label
         if self.auto is not None:
             data["auto"] = self.auto
+        if self.all_of:
+            data["all_of"] = list(self.all_of)
         return data
 
     @classmethod
@@ -245,21 +262,34 @@ class AskRules:
             escalate_to=tuple(data.get("escalate_to") or ()),
             label=data.get("label"),
             auto=data.get("auto"),
+            all_of=tuple(data.get("all_of") or ()),
         )
 
 
 def deciders(ask: Ask) -> tuple[str, ...] | None:
-    """Who may decide ``ask`` now: its approvers, plus the escalation group once escalated."""
+    """Who may decide ``ask`` now: its approvers and ``all_of`` entries, plus the escalation
+    group once escalated."""
     approvers = ask.rules.approvers
     if approvers is None:
         return None
+    approvers += tuple(i for i in ask.rules.all_of if i not in approvers)
     return approvers + tuple(i for i in ask.rules.escalate_to if i not in approvers) if ask.escalated else approvers
 
 
 def final_vote(ask: Ask, decision: Decision) -> bool:
     """Whether ``decision`` decides the ask (a rejection, a reply, or the approval that
-    reaches the quorum) rather than adding one approval to it."""
-    return decision.expired or decision.verdict.value not in APPROVING or len(ask.votes) + 1 >= ask.rules.quorum
+    reaches the quorum and leaves no ``all_of`` entry missing) rather than adding one
+    approval to it. ``decision.counts_for`` is the entry it fills, if any."""
+    if decision.expired or decision.verdict.value not in APPROVING:
+        return True
+    missing = set(missing_of(ask)) - {decision.counts_for}
+    return len(ask.votes) + 1 >= ask.rules.quorum and not missing
+
+
+def missing_of(ask: Ask) -> tuple[str, ...]:
+    """The ``all_of`` entries no approval has filled yet, in the policy's order."""
+    filled = ask.filled
+    return tuple(i for i in ask.rules.all_of if i not in filled)
 
 
 def may_start(policy: Policy, user: str, *, member_of: frozenset[str]) -> bool:
@@ -276,6 +306,8 @@ def _check_terms(terms: AskPolicy) -> None:
     ):
         raise PolicyError(f"quorum must be a whole number from 1 to {MAX_QUORUM}, got {terms.quorum!r}")
     approvers = terms.approvers
+    if approvers is not None and terms.all_of:
+        approvers = [*approvers, *terms.all_of]  # an all_of member's approval counts too
     if (
         approvers is not None
         and terms.quorum is not None
@@ -322,6 +354,21 @@ def check_rule_list(name: str, rules: object) -> None:
             raise PolicyError(f"asks[{name!r}][{index}] must be an AskPolicy, got {type(rule).__name__}")
         if rule.when is None and index < len(rules) - 1:
             raise PolicyError(f"asks[{name!r}][{index}] has no when: the rules after it could never apply")
+
+
+def _check_all_of(terms: AskPolicy) -> None:
+    """``all_of``: distinct ids, at most ``MAX_QUORUM`` of them, and a quorum that counts
+    each (a quorum below their number could never be met as the policy reads)."""
+    if terms.all_of is None:
+        return
+    _check_ids(terms.all_of, what="all_of")
+    if not terms.all_of or len(set(terms.all_of)) != len(terms.all_of) or len(terms.all_of) > MAX_QUORUM:
+        raise PolicyError(f"all_of: from 1 to {MAX_QUORUM} distinct user or group ids, got {list(terms.all_of)!r}")
+    if terms.quorum is not None and terms.quorum < len(terms.all_of):
+        raise PolicyError(
+            f"quorum {terms.quorum} is below the {len(terms.all_of)} approvals all_of requires "
+            "(each entry's approval counts toward the quorum; leave quorum out to require exactly those)"
+        )
 
 
 def _check_ids(ids: Sequence[str], *, what: str) -> None:

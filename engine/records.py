@@ -128,6 +128,10 @@ class Decision:
     # The label of the policy rule that decided the ask by itself (``AskPolicy.auto``):
     # ``user`` is empty then, as for an expiry: nobody decided.
     policy: str | None = None
+    # The ``all_of`` entry (user or group id) this approval filled, chosen by the store from
+    # the record when it is recorded (the first missing entry the person is shown to be in):
+    # kept with the vote so the decision is explainable. Not part of the answer's identity.
+    counts_for: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v is not False}
@@ -146,6 +150,7 @@ class Decision:
             edited_input=data.get("edited_input"),
             expired=bool(data.get("expired")),
             policy=data.get("policy"),
+            counts_for=data.get("counts_for"),
         )
 
 
@@ -270,11 +275,15 @@ class Ask:
             data["closed"] = self.closed.value
         if self.rules != AskRules():
             data["rules"] = self.rules.to_dict()
-        if self.rules.quorum > 1 or self.votes:
+        if self.rules.quorum > 1 or self.votes or self.rules.all_of:
             # Present (if empty) under a quorum: DynamoDB adds a vote at votes.<user>, and
             # counts the approvals still missing in ``short`` (its conditions cannot add).
             data["votes"] = {user: vote.to_dict() for user, vote in self.votes.items()}
             data["short"] = self.rules.quorum - len(self.votes)
+        if self.rules.all_of:
+            # Likewise the ``all_of`` entries filled (entry -> user) and how many are not.
+            data["filled"] = self.filled
+            data["gaps"] = len([i for i in self.rules.all_of if i not in self.filled])
         if self.escalated:
             data["escalated"] = True
         if self.notices:
@@ -297,6 +306,11 @@ class Ask:
             times.append(self.rules.escalate_at)
         due = [t for t in times if t is not None]
         return min(due) if due else None
+
+    @property
+    def filled(self) -> dict[str, str]:
+        """The ``all_of`` entries the votes so far filled, and by whom."""
+        return {v.counts_for: u for u, v in self.votes.items() if v.counts_for is not None}
 
     def voters(self) -> list[str]:
         """Who approved so far, in the order they did."""

@@ -112,7 +112,8 @@ def settle(
         if live is not None and live.key in asks:
             changed.add(live.key)
         rules = question_terms(raised.name, rules_for(raised) if rules_for is not None else AskRules())
-        verdicts = tuple(v for v in raised.verdicts if rules.quorum == 1 or v.value not in SOLO_ONLY)
+        solo = rules.quorum == 1 and not rules.all_of  # nor under all_of (``engine.decision_rules``)
+        verdicts = tuple(v for v in raised.verdicts if solo or v.value not in SOLO_ONLY)
         new_asks.append(
             Ask(
                 key=new_ask_key([*asks, *(a.key for a in new_asks)]),

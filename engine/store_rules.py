@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from engine.audit import MAX_EVENTS, AuditEvent, appended
-from engine.decision_rules import Gate, judge, record_of
+from engine.decision_rules import Gate, counted, judge, record_of
 from engine.policy import deciders, final_vote
 from engine.records import Ask, AskStatus, Decision, MessageRef, Run, RunStatus
 from engine.store import AskNotFound, AskNotPending, DecisionRefused, Delivery, Lease, RunNotFound, VerdictNotOffered
@@ -63,7 +63,9 @@ def decided(
         return run  # the same answer again: already done
     if ask.status is AskStatus.PENDING and ask.votes.get(decision.user) == decision:
         return run  # this very vote, delivered again
-    why = judge(record_of(run, ask_key), ask_key, decision, member_of=member_of, now=now)
+    record = record_of(run, ask_key)
+    decision = counted(record, ask_key, decision, member_of=member_of)  # the all_of entry it fills
+    why = judge(record, ask_key, decision, member_of=member_of, now=now)
     if why is Gate.NOT_PENDING:
         raise AskNotPending(run, ask_key)
     if why is Gate.NOT_OFFERED:
@@ -76,6 +78,7 @@ def decided(
     else:
         ask = replace(ask, votes={**ask.votes, decision.user: decision}, card=ask.card or card)
         event = replace(event, kind="voted") if event is not None else None
+    event = counted_event(event, decision) if event is not None else None
     trail, dropped = appended(run.audit, run.audit_dropped, [event] if event else [])
     new = run.evolve(
         asks={**run.asks, ask_key: ask}, version=run.version + 1, updated_at=now, audit=trail, audit_dropped=dropped
@@ -86,6 +89,13 @@ def decided(
             new, RunStatus.RESUMING, cause=Cause.CLICK, lease_owner=claim.owner, lease_until=claim.until, asks=handed
         )
     return new
+
+
+def counted_event(event: AuditEvent, decision: Decision) -> AuditEvent:
+    """``event`` naming the ``all_of`` entry the approval counted for, so the trail explains it."""
+    if decision.counts_for is None:
+        return event
+    return replace(event, text=f"{event.text or decision.verdict.value} (for {decision.counts_for})")
 
 
 def noted(run: Run, event: AuditEvent) -> Run | None:

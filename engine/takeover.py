@@ -46,7 +46,7 @@ MAY_HAVE_ACTED_QUORUM_VERDICTS = (Verdict.APPROVE, Verdict.REJECT)
 
 def may_have_acted_verdicts(rules: AskRules) -> tuple[Verdict, ...]:
     """The buttons of a "may have acted" card raised under ``rules``."""
-    return MAY_HAVE_ACTED_VERDICTS if rules.quorum <= 1 else MAY_HAVE_ACTED_QUORUM_VERDICTS
+    return MAY_HAVE_ACTED_VERDICTS if rules.quorum <= 1 and not rules.all_of else MAY_HAVE_ACTED_QUORUM_VERDICTS
 
 
 def carried_terms(rules: AskRules, *, since: float, now: float) -> AskRules:

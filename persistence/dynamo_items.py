@@ -15,7 +15,7 @@ come back exactly as they went in.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from decimal import Decimal
 from typing import Any, cast
 
@@ -23,7 +23,7 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 
 from engine.conditions import And, Condition, Contains, Empty, Eq, Exists, Gt, In, Le, Missing, Not, Or, Path, Value
 from engine.policy import APPROVING
-from engine.records import Decision, Run
+from engine.records import Ask, Decision, Run
 from engine.store import Delivery
 
 RUN_SK = "run"
@@ -61,6 +61,35 @@ def decision_value(decision: Decision) -> dict[str, Any]:
 
 def counts_as_approval(decision: Decision) -> bool:
     return not decision.expired and decision.verdict.value in APPROVING
+
+
+def all_of_vote(decision: Decision, names: dict[str, str], values: dict[str, Any]) -> tuple[list[str], str]:
+    """What a vote under ``all_of`` adds to the write (the entry it fills, one gap fewer) and
+    the condition that keeps it a vote: an ``all_of`` entry is still missing after it (the
+    rules, ``engine.decision_rules``, check the entry itself is missing)."""
+    names["#gaps"] = "gaps"
+    values[":gaps_left"] = wire(1 if decision.counts_for else 0)
+    still = "asks.#k.#gaps > :gaps_left"
+    if decision.counts_for is None:
+        return [], still
+    names.update({"#filled": "filled", "#slot": decision.counts_for})
+    values[":slot_user"] = {"S": decision.user}
+    values[":gap"] = {"N": "1"}
+    return ["asks.#k.#filled.#slot = :slot_user", "asks.#k.#gaps = asks.#k.#gaps - :gap"], still
+
+
+def all_of_complete(decision: Decision, names: dict[str, str], values: dict[str, Any]) -> str:
+    """The condition an approval that decides the ask needs: no ``all_of`` entry missing
+    once it counts (at most the one it fills is missing now)."""
+    names["#gaps"] = "gaps"
+    values[":gaps_left"] = wire(1 if decision.counts_for else 0)
+    return "(attribute_not_exists(asks.#k.#gaps) OR asks.#k.#gaps <= :gaps_left)"
+
+
+def as_recorded(ask: Ask, decision: Decision) -> Decision:
+    """``decision`` as the rules recorded it on ``ask`` (with the ``all_of`` entry it fills)."""
+    recorded = ask.votes.get(decision.user) if ask.decision is None else ask.decision
+    return replace(decision, counts_for=recorded.counts_for) if recorded is not None else decision
 
 
 def render(condition: Condition, names: dict[str, str], values: dict[str, Any]) -> str:

@@ -70,7 +70,7 @@ from engine.store import (
     StoreUnavailable,
     VersionConflict,
 )
-from engine.store_rules import apply_delivery, decided, known_to
+from engine.store_rules import apply_delivery, counted_event, decided, known_to
 from persistence import aws, snapshots
 from persistence import dynamo_items as items
 from persistence.dynamo_home import DynamoHome
@@ -215,6 +215,9 @@ class DynamoRunStore:
         # version check and adopts this decision). Whatever lands in between makes the
         # next attempt fail and be judged again.
         vote, claiming = False, claim
+        # Only the rules count an approval toward an all_of entry (the first write, blind,
+        # claims none: it can only succeed where none is missing).
+        decision = replace(decision, counts_for=None)
         for _ in range(_DECIDE_ATTEMPTS):
             try:
                 return self._decide(
@@ -243,12 +246,13 @@ class DynamoRunStore:
                 if expected is failed.run:
                     return self._inline(failed.item)  # already recorded (a retry after a lost response)
                 new_vote = expected.asks[ask_key].status is AskStatus.PENDING
+                recounted = items.as_recorded(expected.asks[ask_key], decision)  # with the all_of entry it fills
                 held = claiming is not None and not new_vote and expected.lease_owner != claiming.owner
-                if new_vote == vote and not held:
+                if new_vote == vote and not held and recounted.counts_for == decision.counts_for:
                     # Allowed as parsed, yet refused: the condition and the rules disagree
                     # about this item. Refuse rather than guess.
                     raise StoreBroken(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
-                vote, claiming = new_vote, (None if held else claiming)
+                vote, claiming, decision = new_vote, (None if held else claiming), recounted
         raise StoreUnavailable(f"ask {ask_key} of run {run_id}: the record kept changing; try again")
 
     def _decide(
@@ -274,7 +278,8 @@ class DynamoRunStore:
         if event is not None:
             names["#audit"] = "audit"
             values[":empty"] = {"L": []}
-            values[":ev"] = items.wire([(replace(event, kind="voted") if vote else event).to_dict()])
+            told = counted_event(replace(event, kind="voted") if vote else event, decision)
+            values[":ev"] = items.wire([told.to_dict()])
         sets = ["#version = #version + :one", "updated_at = :now", "sweep_pk = :sweep"]
         if event is not None:
             sets.append("#audit = list_append(if_not_exists(#audit, :empty), :ev)")
@@ -292,7 +297,9 @@ class DynamoRunStore:
             values[":due"] = items.wire(now + DELIVERY_GRACE_SECONDS)
             sets += ["asks.#k.#votes.#u = :d", "asks.#k.#short = asks.#k.#short - :one"]
             sets.append("sweep_at = if_not_exists(lease_until, :due)")
-            conditions.append("asks.#k.#short > :one")
+            more, still_short = items.all_of_vote(decision, names, values)
+            sets += more
+            conditions.append(f"(asks.#k.#short > :one OR {still_short})")
         else:
             names["#st"] = "status"
             values[":decided"] = {"S": AskStatus.DECIDED.value}
@@ -300,6 +307,7 @@ class DynamoRunStore:
             if items.counts_as_approval(decision):
                 names["#short"] = "short"
                 conditions.append("(attribute_not_exists(asks.#k.#short) OR asks.#k.#short <= :one)")
+                conditions.append(items.all_of_complete(decision, names, values))
             if claim is None:
                 # Due at once on a waiting run (its decision needs picking up); at its lease's
                 # end on a held one (its holder picks the decision up when it saves).

@@ -8,7 +8,7 @@ module only words each case, naming who may decide instead when that helps.
 from __future__ import annotations
 
 from bot.render.mrkdwn import mention
-from bot.render.titles import ANYONE, still_to_approve_leaving_out, who_may_decide
+from bot.render.titles import ANYONE, still_needed, still_to_approve_leaving_out, who_may_decide
 from engine.policy import Refusal
 from engine.ports import DecideResult, Outcome
 from engine.records import Ask, Verdict
@@ -58,6 +58,8 @@ def refusal_text(refusal: Refusal, ask: Ask) -> str:
         who = who_may_decide(ask)
         if who == ANYONE:  # the terms changed between the refusal and this read
             return "You may not decide this; nothing was recorded."
+        if needed := still_needed(ask):  # e.g. someone whose team's approval already counted
+            return f"Only {who} may decide this, one approval per team ({needed}); nothing was recorded."
         return f"Only {who} may decide this; nothing was recorded."
     if refusal is Refusal.NOT_IN_CHANNEL:
         return (
@@ -89,5 +91,8 @@ def counted_text(result: DecideResult) -> str:
     missing = max(need - have, 1)
     more = f"{missing} more approval{'s' if missing > 1 else ''}"
     started_by = result.run.started_by if result.run is not None else ""
+    needed = still_needed(ask)
+    if needed:  # the quorum may be met, yet an all_of entry is missing: the ask waits for it
+        return f"Your approval counts: {have} of {need}. {needed}."
     who = who_may_decide(ask, leaving_out=still_to_approve_leaving_out(ask, started_by=started_by))
     return f"Your approval counts: {have} of {need}. Waiting for {more} from {who}."

@@ -51,7 +51,7 @@ from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
 from bot.render.questions import QUESTION_LABELS, QUESTION_NEEDS, QUESTION_OUTCOMES, QUESTION_STYLES
-from bot.render.titles import card_title, hitl_why, mention_ids, who_may_decide
+from bot.render.titles import card_title, hitl_why, mention_id, mention_ids, still_needed, who_may_decide
 from bot.render.values import value_blocks
 from engine.policy import APPROVING
 from engine.records import Ask, Closed, Run, RunStatus, Verdict
@@ -217,6 +217,8 @@ def terms_block(ask: Ask) -> ContextBlock:
         parts.insert(0, f"*Rule:* {escape(rules.label)}")
     if rules.quorum > 1:
         parts.append(approvals_so_far(ask))
+    if needed := still_needed(ask):  # the two-person rule: which teams have not approved yet
+        parts.append(needed)
     if rules.expires_at is not None:
         parts.append(f"expires {slack_date(rules.expires_at)}")
     if ask.escalated and rules.escalate_to:
@@ -228,7 +230,10 @@ def terms_block(ask: Ask) -> ContextBlock:
 def approvals_so_far(ask: Ask) -> str:
     """``Approvals: 1 of 2 — <@U1>``: the approvals a quorum ask gathered, in order."""
     voters = ask.voters()
-    return f"Approvals: {len(voters)} of {ask.rules.quorum}" + (f" — {_people(voters)}" if voters else "")
+    shown = f"Approvals: {len(voters)} of {ask.rules.quorum}" + (f" — {_people(voters)}" if voters else "")
+    if ask.filled:  # the two-person rule: whose approval counted for which team
+        shown += " (" + ", ".join(f"{mention_id(slot)}: {mention(u)}" for slot, u in ask.filled.items()) + ")"
+    return shown
 
 
 def decided_outcome(ask: Ask) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from bot.render.mrkdwn import short
 from bot.render.questions import QUESTION_TITLE
-from engine.policy import GROUP_ID, USER_ID, deciders
+from engine.policy import GROUP_ID, USER_ID, deciders, missing_of
 from engine.records import Ask
 from engine.sources import HANDOFF_INTERRUPT_NAME, HITL_INTERRUPT_NAME, REVIEW_INTERRUPT_PREFIX, gated_tool_use_id
 
@@ -139,3 +139,12 @@ def who_may_decide(ask: Ask, *, leaving_out: Sequence[str] = ()) -> str:
         return ANYONE
     shown = [i for i in allowed if i not in leaving_out]
     return mention_ids(shown) if shown else "someone else"
+
+
+def still_needed(ask: Ask) -> str:
+    """``Still needed: one from <!subteam^S1>, one from <@U2>``: the ``all_of`` entries no
+    approval filled yet (empty when there are none, or the ask names no ``all_of``)."""
+    missing = missing_of(ask)
+    if not missing:
+        return ""
+    return "Still needed: " + ", ".join(f"one from {mention_id(i)}" for i in missing[:MAX_NAMED])

@@ -3,7 +3,8 @@
 ``engine.decision_rules`` declares every rule a decision must pass as a condition on the
 record. SQLite judges it in Python; DynamoDB renders the same nodes as its condition
 expression. Generated records and decisions (approvers, groups, channel, self-approval,
-quorum and votes, expiry, offered verdicts, a Reply reading yes, decided asks) check:
+quorum and votes, ``all_of`` entries filled or missing and whether the person was looked
+up in them, expiry, offered verdicts, a Reply reading yes, decided asks) check:
 
 * each rule, rendered and evaluated by DynamoDB (moto) on the stored item, holds exactly
   when Python's evaluation on the record says it does;
@@ -24,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.conditions import evaluate
-from engine.decision_rules import record_of, rules_for
+from engine.decision_rules import ALL_OF_LOOKED_UP, record_of, rules_for
 from engine.policy import AskRules
 from engine.records import AskStatus, Decision, Run, Verdict
 from engine.sources import HITL_INTERRUPT_NAME
@@ -41,7 +42,9 @@ _ids = itertools.count()
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[Run, Decision, frozenset[str]]:
     approvers = draw(st.none() | st.lists(st.sampled_from(["U0A", "U0B", "S0G"]), min_size=1, max_size=3, unique=True))
-    quorum = draw(st.integers(1, 3))
+    # The two-person rule: one approval from each entry (a user, or a group), in this order.
+    all_of = draw(st.lists(st.sampled_from(["S0F", "S0G", "U0A"]), max_size=3, unique=True))
+    quorum = draw(st.integers(max(1, len(all_of)), 3))
     escalated = draw(st.booleans())
     rules = AskRules(
         approvers=tuple(approvers) if approvers is not None else None,
@@ -50,8 +53,14 @@ def cases(draw: st.DrawFn) -> tuple[Run, Decision, frozenset[str]]:
         expires_at=draw(st.sampled_from([None, NOW - 10, NOW + 100])),
         escalate_at=NOW + 50 if escalated else None,
         escalate_to=("S0E",) if escalated else (),
+        all_of=tuple(all_of),
     )
     voters = draw(st.lists(st.sampled_from(["U0A", "U0B"]), max_size=2, unique=True)) if quorum > 1 else []
+    # Each earlier vote filled an entry nobody else filled, or none.
+    slots: dict[str, str | None] = {}
+    for voter in voters:
+        free = [i for i in all_of if i not in slots.values()]
+        slots[voter] = draw(st.sampled_from([None, *free]))
     vote = Decision(verdict=Verdict.APPROVE, user="U0Z", at=NOW - 5)
     base = make_run(f"r-agree-{next(_ids)}", started_by="U0S", channel=draw(st.sampled_from(["C1", "C2", None])))
     status = draw(st.sampled_from([AskStatus.PENDING] * 4 + [AskStatus.DECIDED, AskStatus.OBSOLETE]))
@@ -69,26 +78,31 @@ def cases(draw: st.DrawFn) -> tuple[Run, Decision, frozenset[str]]:
         rules=rules,
         status=status,
         decision=replace(vote, user="U0B", verdict=Verdict.REJECT) if status is AskStatus.DECIDED else None,
-        votes={u: replace(vote, user=u) for u in voters},
+        votes={u: replace(vote, user=u, counts_for=slots[u]) for u in voters},
         escalated=draw(st.booleans()) and escalated,
         verdicts=verdicts,
         name=draw(st.sampled_from([HITL_INTERRUPT_NAME, "approve_write_writer"])),
     )
     run = base.evolve(asks={"a1": ask})
     decision = Decision(
-        verdict=draw(st.sampled_from(list(Verdict))),
+        verdict=draw(st.sampled_from([Verdict.APPROVE, Verdict.APPROVE, *Verdict])),
         user=draw(st.sampled_from(USERS)),
         at=NOW,
         text=draw(st.sampled_from([None, "yes", " Y ", "no", "trust"])),
         expired=draw(st.sampled_from([False, False, False, True])),
+        counts_for=draw(st.sampled_from([None, "S0F", "S0G", "U0A"])),  # recounted by the store
     )
-    member_of = frozenset(draw(st.lists(st.sampled_from(["S0G", "S0E", "C1", "C2"]), max_size=3, unique=True)))
+    facts = ["S0G", "S0E", "S0F", "C1", "C2", ALL_OF_LOOKED_UP]
+    member_of = frozenset(draw(st.lists(st.sampled_from(facts), max_size=4, unique=True)))
+    if all_of and draw(st.booleans()):  # mostly as the ballot writes again: looked up in every group
+        member_of |= {ALL_OF_LOOKED_UP}
     return run, decision, member_of
 
 
 def _expected(run: Run, decision: Decision, member_of: frozenset[str]) -> Any:
     try:
-        return decided(run, run.run_id, "a1", decision, now=NOW, member_of=member_of).asks["a1"]
+        ask = decided(run, run.run_id, "a1", decision, now=NOW, member_of=member_of).asks["a1"]
+        return ask, ask.to_dict()  # the dict holds what Decision equality leaves out (counts_for)
     except StoreError as error:
         return (type(error), getattr(error, "refusal", None))
 
@@ -108,7 +122,8 @@ def test_every_store_decides_as_the_declared_rules_judge(backend: Backend, case:
     store.create(run)
     expected = _expected(run, decision, member_of)
     try:
-        got: Any = store.decide(run.run_id, "a1", decision, now=NOW, member_of=member_of).asks["a1"]
+        ask = store.decide(run.run_id, "a1", decision, now=NOW, member_of=member_of).asks["a1"]
+        got: Any = (ask, ask.to_dict())
     except StoreError as error:
         got = (type(error), getattr(error, "refusal", None))
     assert got == expected, (run.asks["a1"], decision, member_of)
@@ -124,6 +139,7 @@ def test_dynamodb_evaluates_each_rendered_rule_as_python_does(dynamodb_only: Bac
     # The drawn decision's rules, and those of an Approve and a Reply reading yes by the same
     # person: every rule of the declaration is met on each record (each checked once).
     probes = [decision, replace(decision, verdict=Verdict.APPROVE), replace(decision, verdict=Verdict.REPLY, text="y")]
+    probes += [replace(decision, verdict=Verdict.APPROVE, counts_for=i) for i in run.asks["a1"].rules.all_of]
     rules = {r.holds: r for d in probes for r in rules_for("a1", d, member_of=member_of, now=NOW)}
     for rule in rules.values():
         names: dict[str, str] = {"#probe": "probe"}

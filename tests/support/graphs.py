@@ -19,7 +19,7 @@ from strands.types.content import Messages
 from strands.types.tools import ToolContext
 from strands.vended_interventions.hitl import HumanInTheLoop
 
-from graph_defs import graph_def
+from graph_defs import AskPolicy, graph_def
 from graph_defs.scripted import ScriptedModel, Step, call, graph_task, latest_tool_result_text, say
 
 DURING_PASS: list[Callable[[], None]] = []
@@ -126,6 +126,13 @@ POLICY_GRAPHS = {
         "escalate_after": 3,
     },
     "guarded-reminding": {"approvers": ["U0ALICE"], "expires_after": 600, "remind_after": [1]},
+    # The two-person rule across teams: one approval from finance and one from legal (the
+    # quorum, left out, is raised to two). U0ALICE is named too, and is in finance: her
+    # approval must still count for finance (the ballot looks her up before it counts).
+    "guarded-all-of": {
+        "approvers": ["U0ALICE", "S0FIN", "S0LEGAL"],
+        "asks": {"approve_write_writer": AskPolicy(all_of=["S0FIN", "S0LEGAL"])},
+    },
 }
 
 

@@ -1,0 +1,86 @@
+"""The two-person rule across teams through the real server: ``AskPolicy(all_of=[...])``.
+
+``guarded-all-of`` needs one approval from finance (S0FIN: Alice and Bob) and one from
+legal (S0LEGAL: Carol). Two people of one team do not complete it, however many approvals
+that makes; one from each does; the card and the notices say which team is still needed.
+Parametrized over SQLite and DynamoDB.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.records import AskStatus, RunStatus
+from localslack import LocalSlack
+from tests.e2e.conftest import (
+    CHANNEL,
+    Backend,
+    StartBot,
+    UserFor,
+    all_text,
+    cards,
+    finished_message,
+    live_buttons,
+    run_of,
+)
+
+LEGAL_MISSING = "Still needed: one from <!subteam^S0LEGAL>"
+
+
+@pytest.fixture(autouse=True)
+def usergroups(local_slack: LocalSlack) -> None:
+    local_slack.set_usergroup("S0FIN", ["U0ALICE", "U0BOB"])
+    local_slack.set_usergroup("S0LEGAL", ["U0CAROL"])
+
+
+def _text(message: dict[str, Any]) -> str:
+    return all_text(message) + "\n" + str(message.get("blocks") or "")
+
+
+async def _card_saying(slack: LocalSlack, card: dict[str, Any], needle: str, *, what: str) -> dict[str, Any]:
+    def saying() -> dict[str, Any] | None:
+        current = slack.message(CHANNEL, str(card["ts"]))
+        return current if current is not None and needle in _text(current) else None
+
+    return await slack.wait_for(saying, timeout=30, what=what)
+
+
+async def test_one_approval_from_each_team_not_two_from_one(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: UserFor, markers_file: Path
+) -> None:
+    bot = await start_bot(backend=backend)
+    user = user_for(bot)
+    await user.slash_command(text="run guarded-all-of hello", user_id="U0DAVE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="the card")
+    assert "Still needed: one from <!subteam^S0FIN>, one from <!subteam^S0LEGAL>" in _text(card), _text(card)
+    run_id = run_of(backend.open_store(), local_slack).run_id
+
+    # Alice counts for finance; Bob, finance too, makes two approvals but legal is missing.
+    await user.click(message=card, label="Approve", user_id="U0ALICE", channel_id=CHANNEL)
+    (counted,) = await local_slack.wait_for(lambda: local_slack.ephemerals("U0ALICE"), timeout=30, what="counted")
+    assert "counts" in counted["text"] and LEGAL_MISSING in counted["text"], counted["text"]
+    shown = await _card_saying(local_slack, card, "Approvals: 1 of 2", what="the card to count Alice")
+    assert LEGAL_MISSING in _text(shown) and "one from <!subteam^S0FIN>" not in _text(shown)
+    assert "<!subteam^S0FIN>: <@U0ALICE>" in _text(shown), "the card says whom her approval counted for"
+
+    await user.click(message=shown, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
+    (told,) = await local_slack.wait_for(lambda: local_slack.ephemerals("U0BOB"), timeout=30, what="Bob's notice")
+    assert "counts: 2 of 2" in told["text"] and LEGAL_MISSING in told["text"], told["text"]
+    shown = await _card_saying(local_slack, card, "Approvals: 2 of 2", what="the card to count Bob")
+    assert LEGAL_MISSING in _text(shown) and "Approve" in live_buttons(shown), "two from finance decide nothing"
+    run = backend.open_store().load(run_id, snapshot=False)
+    assert run is not None and run.status is RunStatus.WAITING
+    (ask,) = run.asks.values()
+    assert ask.status is AskStatus.PENDING and ask.filled == {"S0FIN": "U0ALICE"}, ask
+    assert markers_file.read_text().splitlines() == [] if markers_file.exists() else True
+
+    # Carol, from legal, completes it: the run goes on, and the record says whom she counted for.
+    await user.click(message=shown, label="Approve", user_id="U0CAROL", channel_id=CHANNEL)
+    done = await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the final message")
+    assert "approvers: U0ALICE,U0BOB,U0CAROL" in all_text(done)
+    assert markers_file.read_text().splitlines() == ["writer:hello | approvers: U0ALICE,U0BOB,U0CAROL"]
+    (ask,) = run_of(backend.open_store(), local_slack).asks.values()
+    assert ask.decision is not None and ask.decision.counts_for == "S0LEGAL"
