@@ -54,6 +54,7 @@ class SlackPublisher:
         self._streams = StreamSupport(enabled=streaming)
         self._pacer = Pacer()
         self._views = views  # App Home, refreshed when a run changes for its viewers
+        self._plain = False  # this workspace refused a table block once: send the plain variant
 
     async def _own_bot_id(self) -> str:
         """This bot's id, asked of Slack once: only its own messages may pass for the bot's."""
@@ -145,12 +146,12 @@ class SlackPublisher:
             card = cards.decided_card(run=run, ask=ask)
         else:
             card = cards.obsolete_card(run=run, ask=ask)
-        await self._client.chat_update(
-            channel=ask.card.channel,
-            ts=ask.card.ts,
-            text=card.text,
-            blocks=card.blocks,
-            metadata=_metadata(run, ask.key),
+        ref = ask.card
+        await self._sent(
+            card,
+            lambda blocks: self._client.chat_update(
+                channel=ref.channel, ts=ref.ts, text=card.text, blocks=blocks, metadata=_metadata(run, ask.key)
+            ),
         )
 
     async def post_final(self, *, run: Run) -> MessageRef:
@@ -217,15 +218,35 @@ class SlackPublisher:
         await self._client.chat_delete(channel=ref.channel, ts=ref.ts)
 
     async def _post(self, *, run: Run, what: str, channel: str, thread_ts: str | None, message: Rendered) -> MessageRef:
-        response = await self._client.chat_postMessage(
-            channel=channel,
-            thread_ts=thread_ts,
-            text=message.text,
-            blocks=message.blocks,
-            unfurl_links=False,
-            metadata=_metadata(run, what),
+        response = await self._sent(
+            message,
+            lambda blocks: self._client.chat_postMessage(
+                channel=channel,
+                thread_ts=thread_ts,
+                text=message.text,
+                blocks=blocks,
+                unfurl_links=False,
+                metadata=_metadata(run, what),
+            ),
         )
         return MessageRef(channel=str(response["channel"]), ts=str(response["ts"]))
+
+    async def _sent(
+        self, message: Rendered, send: Callable[[list[dict[str, Any]]], Awaitable[AsyncSlackResponse]]
+    ) -> AsyncSlackResponse:
+        """Send ``message``; where the workspace lacks a block it uses (Slack answers
+        ``invalid_blocks``, and posted nothing), send its plain variant, and from then on
+        only that. A plain variant Slack refuses too fails like any refused message."""
+        if message.plain_blocks is not None and self._plain:
+            return await send(message.plain_blocks)
+        try:
+            return await send(message.blocks)
+        except SlackApiError as error:
+            if message.plain_blocks is None or error.response.get("error") != "invalid_blocks":
+                raise
+            logger.info("Slack refused a block of this message (invalid_blocks); sending the plain variant from now on")
+            self._plain = True
+            return await send(message.plain_blocks)
 
 
 def notice_what(ask_key: str, index: int) -> str:

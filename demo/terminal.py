@@ -109,7 +109,26 @@ def block_lines(block: Mapping[str, Any], *, user_name: UserName) -> list[Line]:
         return [[Run("─" * 20, frozenset({"dim"}))]]
     if kind == "image":
         return [[Run(f"[image: {block.get('alt_text') or block.get('image_url', '')}]", frozenset({"dim"}))]]
+    if kind == "table":  # two columns as the bot sends them: the first in bold
+        rows = [[str(c.get("text") or "") for c in row if isinstance(c, Mapping)] for row in block.get("rows") or []]
+        return [[Run(cells[0], frozenset({"bold"})), Run("  " + "  ".join(cells[1:]))] for cells in rows if cells]
+    if kind == "rich_text":
+        return rich_text_lines(block)
     return [[Run(f"({kind} block)", frozenset({"dim"}))]]
+
+
+def rich_text_lines(block: Mapping[str, Any]) -> list[Line]:
+    """A rich_text block's sections as lines, each text element in its own style."""
+    lines: list[Line] = [[]]
+    for section in block.get("elements") or []:
+        for element in section.get("elements") or [] if isinstance(section, Mapping) else ():
+            style = frozenset(k for k, on in (element.get("style") or {}).items() if on)
+            for index, piece in enumerate(str(element.get("text") or "").split("\n")):
+                if index:
+                    lines.append([])
+                if piece:
+                    lines[-1].append(Run(piece, style))
+    return [line for line in lines if line]
 
 
 def text_lines(text: str, *, user_name: UserName) -> list[Line]:

@@ -33,6 +33,7 @@ KINDS = {
     "decided": "decided",
     "auto_decided": "decided by a policy rule",
     "edited": "approved with edits",
+    "preview_changed": "void: what will happen changed",
     "expired": "expired",
     "reminded": "reminded",
     "escalated": "escalated",

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, cast
 
-from engine import audit, takeover
+from engine import audit, previews, takeover
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
 from engine.brake import CANCEL_CHECK_SECONDS, Brake
@@ -446,14 +446,18 @@ class RunEngine:
                     now = self._clock()
                     target, unposted = takeover.asked_again(reviewed, now=now), {a.key for a in reviewed.new_asks}
                 else:
+                    policy = self._policy(run.graph)
                     decided = takeover.sendable(reviewed.run)
+                    # The approval binds to what its card said will happen: checked again now.
+                    voided = await in_thread(previews.changed, decided, policy.previews, details=details_of)
+                    decided = [a for a in decided if a.key not in voided]
                     responses = [
                         (a.interrupt_id, response_for(a, a.decision, run_id=run.run_id)) for a in decided if a.decision
                     ]
                     stale = stale_answers(reviewed.run)
                     step = await self._pass(run, responses, stale=stale)
+                    shown = await in_thread(previews.previews_for, step.raised, policy.previews, details=details_of)
                     now = self._clock()
-                    policy = self._policy(run.graph)
                     outcome = settle(
                         reviewed.run,  # with any "may have acted" asks: a re-raised interrupt finds its own
                         step,
@@ -462,6 +466,8 @@ class RunEngine:
                         stale=stale,
                         rules_for=lambda raised: self._rules(policy, raised, now=now),
                         go_on=auto_rounds < MAX_AUTO_ROUNDS,
+                        voided=voided,
+                        previews=shown,
                     )
                     target = outcome.run.evolve(takeovers=0)
                     if target.status.leased:  # a rule decided: the lease is kept for the next pass

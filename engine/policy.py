@@ -133,6 +133,8 @@ class Policy:
     # Tools or asks (by name) whose approved call may run twice harmlessly: a takeover sends
     # their approval again instead of asking first (``engine.takeover``).
     idempotent: frozenset[str] = frozenset()
+    # What approving an ask will do, by tool or ask name (``engine.previews``).
+    previews: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
 
     @classmethod
     def declare(

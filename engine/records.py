@@ -228,6 +228,9 @@ class Ask:
     # that died, and an approval is then not sent again silently (``engine.takeover``).
     handed: str | None = None
     retry_of: RetryOf | None = None  # a "may have acted" ask: what Retry sends again
+    # What will happen if it is approved (``engine.previews``): text, or a flat table. Part
+    # of the digest; an approval is handed to the graph only while it still holds.
+    preview: str | dict[str, str] | None = None
 
     @property
     def view(self) -> str:
@@ -294,6 +297,8 @@ class Ask:
             data["handed"] = self.handed
         if self.retry_of is not None:
             data["retry_of"] = self.retry_of.to_dict()
+        if self.preview is not None:
+            data["preview"] = self.preview
         return data
 
     def next_deadline(self) -> float | None:
@@ -351,11 +356,14 @@ class Ask:
             notified=int(data.get("notified") or 0),
             handed=data.get("handed"),
             retry_of=RetryOf.from_dict(data["retry_of"]) if data.get("retry_of") else None,
+            preview=data.get("preview"),
         )
 
 
-def ask_digest(*, name: str, reason: Any, tool: ToolCall | None) -> str:
-    """A fingerprint of everything an ask's card shows: its name, reason, tool and input.
+def ask_digest(*, name: str, reason: Any, tool: ToolCall | None, preview: Any = None) -> str:
+    """A fingerprint of everything an ask's card shows: its name, reason, tool and input,
+    and what will happen (``engine.previews``; left out when there is none, so the digest
+    of an ask without a preview is what it always was).
 
     A decision answers the content its card displayed. When an interrupt is raised again
     with other content (an Edit changed the tool input another gate asks about, a node
@@ -363,6 +371,8 @@ def ask_digest(*, name: str, reason: Any, tool: ToolCall | None) -> str:
     old card is closed instead of silently answering the new question.
     """
     shown = {"name": name, "reason": reason, "tool": [tool.name, tool.input] if tool else None}
+    if preview is not None:
+        shown["preview"] = preview
     text = json.dumps(shown, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.audit import AuditEvent, appended
 from engine.execution import Raised, Step, StepStatus
 from engine.policy import SOLO_ONLY, AskRules
+from engine.previews import Preview
 from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Decision, Run, RunStatus, Verdict, ask_digest
 from engine.sources import gated_tool_use_id, question_terms
 from engine.transitions import Cause, ask_to, closed_for, run_to
@@ -24,6 +25,7 @@ MAX_OUTPUT_CHARS = 100_000
 MAX_ERROR_CHARS = 10_000
 MAX_REASON_CHARS = 16_000
 KEEP_FINISHED_ASKS = 50
+PREVIEW_CHANGED = "what will happen changed after the approval; not sent, asked again on a new card"
 
 _STATUS_AFTER = {
     StepStatus.INTERRUPTED: RunStatus.WAITING,
@@ -60,6 +62,8 @@ def settle(
     stale: Collection[str] = (),
     rules_for: RulesFor | None = None,
     go_on: bool = False,
+    voided: Collection[str] = (),
+    previews: Mapping[tuple[str, str | None], Preview] | None = None,
 ) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
@@ -83,8 +87,15 @@ def settle(
     its lease (resuming): the holder sends those answers at once, marked as handed to it,
     so a takeover after a crash treats an automatic approval like any other that reached
     a pass that died. Without it the run waits and the next claim hands them.
+
+    ``previews`` holds what will happen for raised interrupts that have a preview (by
+    interrupt and node id): shown on the card and part of the digest. ``voided`` names
+    approved asks that were not sent because their preview changed (``engine.previews``):
+    they are closed as changed, and the graph, which got no answer, raised them again.
     """
     asks = dict(claimed.asks)
+    for key in voided:  # approved, but what will happen changed: void, asked again
+        asks[key] = ask_to(asks[key], AskStatus.OBSOLETE, cause=Cause.PASS, closed=Closed.CHANGED, decision=None)
     for key in sent:
         if asks[key].interrupt_id in stale:  # forgotten after an Edit of its call: void, asked again
             asks[key] = ask_to(asks[key], AskStatus.OBSOLETE, cause=Cause.PASS, closed=Closed.CHANGED, decision=None)
@@ -99,7 +110,8 @@ def settle(
     changed: set[str] = set()
     for raised in step.raised:
         reason = bounded_reason(raised.reason)
-        digest = ask_digest(name=raised.name, reason=reason, tool=raised.tool)
+        preview = (previews or {}).get((raised.interrupt_id, raised.node_id))
+        digest = ask_digest(name=raised.name, reason=reason, tool=raised.tool, preview=preview)
         live = probe.live_ask_for(raised.interrupt_id, raised.node_id)
         if live is None:
             live = next(
@@ -112,7 +124,9 @@ def settle(
         if live is not None and live.key in asks:
             changed.add(live.key)
         rules = question_terms(raised.name, rules_for(raised) if rules_for is not None else AskRules())
-        solo = rules.quorum == 1 and not rules.all_of  # nor under all_of (``engine.decision_rules``)
+        # Edit and Trust only for one person's say (nor under all_of: ``engine.decision_rules``),
+        # and never under a preview: an edited call's preview was never shown.
+        solo = rules.quorum == 1 and not rules.all_of and preview is None
         verdicts = tuple(v for v in raised.verdicts if solo or v.value not in SOLO_ONLY)
         new_asks.append(
             Ask(
@@ -127,6 +141,7 @@ def settle(
                 verdicts=verdicts,
                 tool=raised.tool,
                 rules=rules,
+                preview=preview,
             )
         )
 
@@ -149,6 +164,7 @@ def settle(
 
     keep_state = not status.terminal
     events = [AuditEvent(at=now, kind="resumed", text=f"{len(sent)} answer(s) sent to the graph")] if sent else []
+    events += [AuditEvent(at=now, kind="preview_changed", ask=k, text=PREVIEW_CHANGED) for k in voided]
     events += [AuditEvent(at=now, kind="asked", ask=a.key, text=_asked_text(a)) for a in new_asks]
     events += [AuditEvent(at=now, kind="auto_decided", ask=a.key, text=auto_text(a)) for a in auto]
     if status is RunStatus.CANCELLED:

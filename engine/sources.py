@@ -106,9 +106,10 @@ def approval_id(run_id: str, ask: Ask) -> str:
 SKIPPED_TEXT = "skipped: the step that got this approval stopped before it was saved, so it may already have run"
 
 
-def details_of(raised: Raised) -> Any:
-    """What a policy rule's ``when`` is given about an ask: the tool's input for tool gates,
-    ``HumanInTheLoop`` and reviews, the reason when it is a dict, else ``{"reason": <str>}``."""
+def details_of(raised: Raised | Ask) -> Any:
+    """What a policy rule's ``when`` and a preview are given about an ask (as raised, or as
+    recorded: the same fields): the tool's input for tool gates, ``HumanInTheLoop`` and
+    reviews, the reason when it is a dict, else ``{"reason": <str>}``."""
     if raised.tool is not None:
         return dict(raised.tool.input)
     reason = raised.reason

@@ -139,6 +139,7 @@ def review(run: Run, *, now: float, idempotent: Collection[str]) -> Review:
             digest=ask.digest,
             rules=carried_terms(ask.rules, since=ask.created_at, now=now),
             retry_of=again,
+            preview=ask.preview,  # Retry binds to it like the approval it sends again
         )
         new_asks.append(new)
     if not new_asks:

@@ -18,9 +18,10 @@ import pkgutil
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.policy import AskPolicy, Policy, PolicyError
+from engine.previews import check_previews
 
 if TYPE_CHECKING:
     from strands.multiagent.graph import Graph
@@ -125,6 +126,7 @@ def graph_def(
     escalate_after: float | None = None,
     asks: Mapping[str, AskPolicy | Sequence[AskPolicy]] | None = None,
     idempotent: Sequence[str] | None = None,
+    previews: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> Callable[[F], F]:
     """Register the decorated function as the factory of the graph called ``name``.
 
@@ -141,6 +143,10 @@ def graph_def(
     running an approved call dies before saving, the bot cannot know whether the call
     ran: it posts a "may have acted" card (Retry or Skip) for it, unless it is named
     here, in which case it simply sends the approval again.
+
+    ``previews`` maps tool or ask names to functions of the ask's details returning what
+    approving it will do (text, or a flat dict shown as a table): the card shows it under
+    "What will happen", and the approval binds to it (``engine.previews``).
 
     The function is returned unchanged, so it can still be called directly (e.g. in tests).
 
@@ -170,6 +176,8 @@ def graph_def(
             if isinstance(idempotent, str) or not all(isinstance(n, str) and n for n in idempotent):
                 raise PolicyError("idempotent must be a list of tool or ask names")
             policy = replace(policy, idempotent=frozenset(idempotent))
+        if previews is not None:
+            policy = replace(policy, previews=check_previews(previews))
     except PolicyError as error:
         raise GraphDefinitionError(f"graph {name!r}: {error}") from None
 

@@ -64,6 +64,9 @@ LIMITS: Final[Mapping[str, int]] = {
     "stream.markdown_text": 12_000,
     "stream.task_title": 256,
     "stream.plan_title": 256,
+    "table.rows": 100,
+    "table.cells": 20,
+    "table.per_message": 1,
 }
 
 BLOCK_TYPES: Final = frozenset(
@@ -117,6 +120,9 @@ class _Checker:
             return
         if len(blocks) > LIMITS[key]:
             self.err(path, f"no more than {LIMITS[key]} items allowed")
+        tables = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("type") == "table"]
+        if len(tables) > LIMITS["table.per_message"]:
+            self.err(f"{path}/{tables[-1]}", "only_one_table_allowed")
         seen: set[str] = set()
         for i, block in enumerate(blocks):
             bpath = f"{path}/{i}"
@@ -165,6 +171,23 @@ class _Checker:
                 self.text(block["title"], "image.title", f"{path}/title", plain=True)
         elif kind == "markdown":
             self.length(block.get("text"), "markdown.text", f"{path}/text")
+        elif kind == "table":
+            self.table(block.get("rows"), f"{path}/rows")
+
+    def table(self, rows: Any, path: str) -> None:
+        if not isinstance(rows, list) or not rows or len(rows) > LIMITS["table.rows"]:
+            self.err(path, f"must provide from 1 to {LIMITS['table.rows']} rows")
+            return
+        for i, row in enumerate(rows):
+            if not isinstance(row, list) or not row or len(row) > LIMITS["table.cells"]:
+                self.err(f"{path}/{i}", f"must provide from 1 to {LIMITS['table.cells']} cells")
+                continue
+            for j, cell in enumerate(row):
+                kind = cell.get("type") if isinstance(cell, dict) else None
+                if kind == "raw_text" and not isinstance(cell.get("text"), str):
+                    self.err(f"{path}/{i}/{j}/text", "must be a string")
+                elif kind not in ("raw_text", "rich_text"):
+                    self.err(f"{path}/{i}/{j}/type", f"unsupported cell type: {kind!r}")
 
     def context(self, elements: Any, path: str) -> None:
         if not isinstance(elements, list) or not elements:

@@ -68,6 +68,9 @@ class WebApi(DirectoryApi):
         """chat.startStream/appendStream/stopStream; see ``streams.py``."""
         self.homes = HomeTabs(directory=self)
         """views.publish and each person's Home tab; see ``home.py``."""
+        self.lacking_blocks: set[str] = set()
+        """Block types this workspace does not know yet (say ``{"table"}``): a message using
+        one is refused as ``invalid_blocks``, as Slack refuses blocks a client cannot show."""
         self._triggers: dict[str, _Trigger] = {}
         self._response_urls: dict[str, _ResponseUrl] = {}
         self.methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -192,6 +195,7 @@ class WebApi(DirectoryApi):
     def _chat_post_message(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = required(params, "channel", "channel_not_found")
         check_message_params(params)
+        self._check_known_blocks(params)
         message = self.post_message(channel=channel, params=params)
         return {"channel": channel, "ts": message["ts"], "message": message}
 
@@ -199,10 +203,17 @@ class WebApi(DirectoryApi):
         channel = required(params, "channel", "channel_not_found")
         ts = required(params, "ts", "message_not_found")
         check_message_params(params, require_content=False)
+        self._check_known_blocks(params)
         self.streams.check_editable(channel=channel, ts=ts)
         message = self.edit_message(channel=channel, ts=ts, user=None, params=params, replace=False)
         message.pop("stream", None)  # the local record of a stream, not part of Slack's message
         return {"channel": channel, "ts": ts, "text": message["text"], "message": message}
+
+    def _check_known_blocks(self, params: Mapping[str, Any]) -> None:
+        for i, block in enumerate(params.get("blocks") or []):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind in self.lacking_blocks:
+                raise ApiError("invalid_blocks", [f"unsupported block type: {kind!r} [json-pointer:/blocks/{i}/type]"])
 
     def _chat_post_ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = required(params, "channel", "channel_not_found")

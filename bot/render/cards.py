@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.models.blocks import (
@@ -50,6 +51,7 @@ from bot.render.mrkdwn import (
 from bot.render.mrkdwn import (
     Rendered as Rendered,  # re-exported: callers type their senders with it
 )
+from bot.render.previews import has_table, preview_blocks
 from bot.render.questions import QUESTION_LABELS, QUESTION_NEEDS, QUESTION_OUTCOMES, QUESTION_STYLES
 from bot.render.titles import card_title, hitl_why, mention_id, mention_ids, still_needed, who_may_decide
 from bot.render.values import value_blocks
@@ -157,41 +159,58 @@ def ask_card(
     ]
     if not buttons:
         raise ValueError("an ask card needs at least one verdict")
-    blocks = [
-        *_body(run=run, ask=ask, kind_label=kind_label),
-        terms_block(ask),
-        ActionsBlock(block_id=card_block_id(ask.key), elements=buttons),
-    ]
-    if ask.retry_of is not None:
-        blocks.insert(-2, SectionBlock(text=MarkdownTextObject(text=MAY_HAVE_ACTED_WARNING)))
+
+    def blocks(tables: bool) -> list[Block]:
+        made = [
+            *_body(run=run, ask=ask, kind_label=kind_label, tables=tables),
+            terms_block(ask),
+            ActionsBlock(block_id=card_block_id(ask.key), elements=buttons),
+        ]
+        if ask.retry_of is not None:
+            made.insert(-2, SectionBlock(text=MarkdownTextObject(text=MAY_HAVE_ACTED_WARNING)))
+        return made
+
     title = short(card_title(ask), HEADER_TEXT_LIMIT)
     needs = "may have acted: check, then Retry or Skip" if ask.retry_of is not None else "needs a decision"
     needs = QUESTION_NEEDS if question else needs
-    return build(
-        text=f"{title}: {mention(run.started_by)}'s run of *{short(run.graph)}* {needs}",
-        blocks=blocks,
-    )
+    return _built(ask, text=f"{title}: {mention(run.started_by)}'s run of *{short(run.graph)}* {needs}", blocks=blocks)
+
+
+def _built(ask: Ask, *, text: str, blocks: Callable[[bool], list[Block]]) -> Rendered:
+    """The message, and when its preview is a table, the same without it (``Rendered.plain_blocks``)."""
+    rendered = build(text=text, blocks=blocks(True))
+    if not has_table(ask.preview):
+        return rendered
+    return replace(rendered, plain_blocks=build(text=text, blocks=blocks(False)).blocks)
 
 
 def decided_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rendered:
     """The card after a decision: who decided what and when, and no buttons."""
     decision = ask.decision
-    blocks = _body(run=run, ask=ask, kind_label=kind_label)
     outcome = decided_outcome(ask)
-    blocks.append(ContextBlock(elements=[MarkdownTextObject(text=fit(outcome, _TERMS_LIMIT, total=len(outcome)))]))
-    if decision is not None and decision.text:
-        blocks.append(SectionBlock(text=MarkdownTextObject(text=quote(decision.text, _DECISION_TEXT_LIMIT))))
-    if decision is not None and decision.edited_input is not None and ask.tool is not None:
-        blocks += edit_diff_blocks(tool=ask.tool, edited=decision.edited_input)
-    elif decision is not None and decision.edited_input is not None:  # no proposed input to compare with
-        edited = "*Edited input:*\n" + code_block(to_json(decision.edited_input), _DECISION_TEXT_LIMIT)
-        blocks.append(SectionBlock(text=MarkdownTextObject(text=edited)))
-    return build(text=f"{short(card_title(ask), HEADER_TEXT_LIMIT)}: {outcome}", blocks=blocks)
+
+    def blocks(tables: bool) -> list[Block]:
+        made = _body(run=run, ask=ask, kind_label=kind_label, tables=tables)
+        made.append(ContextBlock(elements=[MarkdownTextObject(text=fit(outcome, _TERMS_LIMIT, total=len(outcome)))]))
+        if decision is not None and decision.text:
+            made.append(SectionBlock(text=MarkdownTextObject(text=quote(decision.text, _DECISION_TEXT_LIMIT))))
+        if decision is not None and decision.edited_input is not None and ask.tool is not None:
+            made += edit_diff_blocks(tool=ask.tool, edited=decision.edited_input)
+        elif decision is not None and decision.edited_input is not None:  # no proposed input to compare with
+            edited = "*Edited input:*\n" + code_block(to_json(decision.edited_input), _DECISION_TEXT_LIMIT)
+            made.append(SectionBlock(text=MarkdownTextObject(text=edited)))
+        return made
+
+    return _built(ask, text=f"{short(card_title(ask), HEADER_TEXT_LIMIT)}: {outcome}", blocks=blocks)
 
 
 def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rendered:
     """The card of an ask the run no longer waits for; buttons removed so nobody tries."""
-    if ask.closed is Closed.CHANGED:
+    if ask.closed is Closed.CHANGED and ask.preview is not None:
+        note = (
+            "What this card showed changed before the step ran, so no answer to it is used; a new card below asks again"
+        )
+    elif ask.closed is Closed.CHANGED:
         note = "The question changed before this card was answered; a new card below asks it again"
     elif ask.closed is Closed.CANCELLED or run.status is RunStatus.CANCELLED:
         by = f" by {mention(run.cancelled_by)}" if run.cancelled_by else ""
@@ -202,11 +221,14 @@ def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rende
         note = f"The run ended before this was answered (status: {run.status.value})"
     else:
         note = "The run went on without needing this answer"
-    blocks = [
-        *_body(run=run, ask=ask, kind_label=kind_label),
-        ContextBlock(elements=[MarkdownTextObject(text=note)]),
-    ]
-    return build(text=f"{short(card_title(ask), HEADER_TEXT_LIMIT)}: {note}", blocks=blocks)
+
+    def blocks(tables: bool) -> list[Block]:
+        return [
+            *_body(run=run, ask=ask, kind_label=kind_label, tables=tables),
+            ContextBlock(elements=[MarkdownTextObject(text=note)]),
+        ]
+
+    return _built(ask, text=f"{short(card_title(ask), HEADER_TEXT_LIMIT)}: {note}", blocks=blocks)
 
 
 def terms_block(ask: Ask) -> ContextBlock:
@@ -280,7 +302,13 @@ def reason_blocks(reason: Any) -> list[Block]:
     return value_blocks(reason)
 
 
-def _body(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
+def _body(*, run: Run, ask: Ask, kind_label: str | None, tables: bool = True) -> list[Block]:
+    body = _question(run=run, ask=ask, kind_label=kind_label)
+    # What will happen goes after what is asked, before who asked (the context line, last).
+    return [*body[:-1], *preview_blocks(ask.preview, tables=tables), body[-1]]
+
+
+def _question(*, run: Run, ask: Ask, kind_label: str | None) -> list[Block]:
     # Every variant of a card keeps ``card:<key>`` on its header, so the message stays
     # recognisable as that ask's card after its buttons are gone.
     header = HeaderBlock(

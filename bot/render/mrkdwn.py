@@ -65,6 +65,9 @@ class Rendered:
 
     text: str
     blocks: list[dict[str, Any]]
+    # The same message without blocks some workspaces lack (``table``): sent when Slack
+    # refuses ``blocks`` as ``invalid_blocks`` (``bot.publisher``). None: nothing to lack.
+    plain_blocks: list[dict[str, Any]] | None = None
 
 
 def build(*, text: str, blocks: Sequence[Block]) -> Rendered:

@@ -300,10 +300,14 @@ def finished_message(slack: LocalSlack, channel: str = CHANNEL) -> dict[str, Any
 
 
 def all_text(message: dict[str, Any]) -> str:
-    """The fallback text and every text in the blocks (sections, fields, context)."""
+    """The fallback text and every text in the blocks (sections, fields, context, table
+    cells, rich text)."""
     parts = [str(message.get("text", ""))]
     for block in message.get("blocks") or []:
-        for item in [block.get("text"), *(block.get("fields") or []), *(block.get("elements") or [])]:
+        cells = [cell for row in block.get("rows") or [] for cell in row]
+        rich = [e for section in block.get("elements") or [] for e in section.get("elements") or []]
+        items = [block.get("text"), *(block.get("fields") or []), *(block.get("elements") or []), *cells]
+        for item in [*items, *(rich if block.get("type") == "rich_text" else [])]:
             if isinstance(item, dict) and isinstance(item.get("text"), str):
                 parts.append(item["text"])
     return "\n".join(parts)

@@ -491,3 +491,26 @@ def payout_rules() -> Graph:
     builder = GraphBuilder()
     builder.add_node(agent, "payer")
     return _bounded(builder)
+
+
+# -- payout-preview: a preview the approval binds to (``graph_def(previews=...)``) --------------
+
+
+def payout_preview(details: dict[str, Any]) -> dict[str, str]:
+    """What paying ``amount`` EUR will do, at the rate in ``<markers>.rate`` (a test moves it)."""
+    path = os.environ.get("APPROVAL_BOT_TEST_MARKERS")
+    rate = 1.0
+    if path and os.path.exists(path + ".rate"):
+        with open(path + ".rate", encoding="utf-8") as handle:
+            rate = float(handle.read())
+    return {"pays": f"{details['amount']} EUR", "the payee gets": f"{details['amount'] * rate:.2f} USD"}
+
+
+@graph_def(
+    "payout-preview",
+    description="a gated send_payout whose card shows what will happen",
+    approvers=["U0ALICE", "U0BOB"],
+    previews={"send_payout": payout_preview},
+)
+def payout_preview_graph() -> Graph:
+    return payout_rules()

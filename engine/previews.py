@@ -1,0 +1,133 @@
+"""What will happen if a person approves: previews, and the approval bound to them.
+
+``graph_def(..., previews={"send_payout": fn})``: ``fn`` takes an ask's details (what a
+rule's ``when`` gets, ``engine.sources.details_of``) and returns what approving it will do,
+as text (line breaks kept; a unified diff is shown as one) or a flat dict (shown as a
+table). The card shows it under "What will happen", and the preview is part of the ask's
+digest: a person approves that preview, not only the tool's input.
+
+The approval binds to it. Right before a pass hands approvals to the graph (the moment the
+approved tool call is about to run), the preview of every approved ask that has one is
+computed again (``changed``). One that now differs, because the world it describes moved
+(a balance, a rate, what a deploy would change), is not sent: the ask is closed as changed,
+its answer discarded, and the graph, which gets no answer, raises it again, with the new
+preview on a new card. A preview that cannot be computed shows that on the card, and two
+failures compare equal: the person approved knowing there was no preview.
+
+Under a preview a card offers no Edit and no Trust (``engine.settle``): an edited call's
+preview was never shown to anyone, and Trust would approve later calls unseen.
+
+Both computations run in a worker thread, never on the event loop that acks clicks, and on
+a deep copy of the details, so a preview cannot change what the tool runs with.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from engine.policy import PolicyError
+from engine.records import Ask, Verdict
+
+logger = logging.getLogger(__name__)
+
+Preview = str | dict[str, str]  # as stored, shown and compared
+PreviewFn = Callable[[Any], Any]
+
+MAX_PREVIEW_CHARS = 2500  # a text preview: the card's section holds 3,000 with its heading
+MAX_ROWS = 20  # rows of a dict preview
+MAX_KEY_CHARS = 80
+MAX_VALUE_CHARS = 300
+FAILED = "(the preview could not be computed: {error})"
+BINDING = frozenset({Verdict.APPROVE, Verdict.RETRY})  # answers that let the call run as shown
+
+
+def check_previews(previews: object) -> dict[str, PreviewFn]:
+    """``previews`` as ``graph_def`` takes it: names of tools or asks to functions."""
+    if previews is None:
+        return {}
+    if not isinstance(previews, Mapping):
+        raise PolicyError(f"previews must map tool or ask names to functions, got {type(previews).__name__}")
+    checked: dict[str, PreviewFn] = {}
+    for name, fn in previews.items():
+        if not isinstance(name, str) or not name:
+            raise PolicyError(f"previews: keys are tool or interrupt names, got {name!r}")
+        if not callable(fn):
+            raise PolicyError(f"previews[{name!r}] must be a function of the ask's details, got {fn!r}")
+        checked[name] = fn
+    return checked
+
+
+def preview_fn(previews: Mapping[str, PreviewFn], *, name: str, tool: str | None) -> PreviewFn | None:
+    """The preview of an ask, keyed like ``asks``: by the gated tool's name, else the ask's."""
+    if tool and tool in previews:
+        return previews[tool]
+    return previews.get(name)
+
+
+def compute(fn: PreviewFn, details: Any, *, name: str) -> Preview:
+    """``fn``'s preview of ``details``, bounded, as the card shows it; a failure is shown too."""
+    try:
+        given = fn(copy.deepcopy(details))
+    except Exception as error:  # the graph author's code
+        logger.warning("previews[%r] raised %s: the card says so", name, type(error).__name__, exc_info=True)
+        return FAILED.format(error=type(error).__name__)
+    return bounded(given)
+
+
+def bounded(value: Any) -> Preview:
+    """A preview in the one shape the record keeps: cut text, or a flat table of text."""
+    if isinstance(value, Mapping):
+        rows = list(value.items())
+        table = {_cut(str(k), MAX_KEY_CHARS): _cut(_text(v), MAX_VALUE_CHARS) for k, v in rows[:MAX_ROWS]}
+        if len(rows) > MAX_ROWS:
+            table["…"] = f"{len(rows) - MAX_ROWS} more rows"
+        return table
+    return _cut(value if isinstance(value, str) else _text(value), MAX_PREVIEW_CHARS)
+
+
+def changed(asks: Iterable[Ask], previews: Mapping[str, PreviewFn], *, details: Callable[[Ask], Any]) -> list[str]:
+    """The keys of approved asks whose preview, computed now, differs from the one shown.
+
+    Runs right before their answers would be handed to the graph. Only answers that let
+    the call run are checked: a rejection or a reply stands whatever the preview says now.
+    """
+    void: list[str] = []
+    for ask in asks:
+        decision = ask.decision
+        if ask.preview is None or decision is None or decision.verdict not in BINDING:
+            continue
+        fn = preview_fn(previews, name=ask.name, tool=ask.tool.name if ask.tool is not None else None)
+        now = compute(fn, details(ask), name=ask.name) if fn is not None else None
+        if now != ask.preview:
+            logger.warning("ask %s (%s): what will happen changed since its approval; asked again", ask.key, ask.name)
+            void.append(ask.key)
+    return void
+
+
+def previews_for(
+    raised: Sequence[Any], previews: Mapping[str, PreviewFn], *, details: Callable[[Any], Any]
+) -> dict[tuple[str, str | None], Preview]:
+    """The preview of each raised interrupt that has one, by (interrupt id, node id)."""
+    shown: dict[tuple[str, str | None], Preview] = {}
+    for one in raised:
+        fn = preview_fn(previews, name=one.name, tool=one.tool.name if one.tool is not None else None)
+        if fn is not None:
+            shown[(one.interrupt_id, one.node_id)] = compute(fn, details(one), name=one.name)
+    return shown
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
