@@ -46,10 +46,10 @@ def window_words(seconds: float) -> str:
 
 
 def duration(seconds: float) -> str:
-    """A wait in the unit that reads best: ``0.4 s``, ``12 s``, ``4 min``, ``3.5 h``, ``2.1 days``."""
+    """A wait in the unit that reads best: ``0.4 s``, ``90 s``, ``4 min``, ``3.5 h``, ``2.1 days``."""
     if seconds < 10:
         return f"{seconds:.1f} s"
-    if seconds < 60:
+    if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 3600:
         return f"{seconds / 60:.0f} min"
