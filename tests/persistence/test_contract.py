@@ -585,6 +585,8 @@ def test_recent_since_reads_only_the_window_through_the_index(backend: Backend, 
 
 def test_recent_reads_past_one_batch_up_to_its_limit(backend: Backend, request: pytest.FixtureRequest) -> None:
     """More runs than one BatchGetItem takes (100): one query, then one read per 100."""
+    if backend.bucket:
+        pytest.skip("a listing never reads state: the bucket changes nothing here, and 105 creates cost a second")
     store = backend.store()
     base = time.time()
     for n in range(105):
