@@ -44,7 +44,7 @@ class Ending(StrEnum):
     EDITED = "edited"  # a person approved with an Edit of the tool input
     REJECTED = "rejected"  # a person rejected it
     ANSWERED = "answered"  # a person replied, or chose Retry
-    OPEN = "open"  # still waiting (or decided, not yet received by the graph: see ``ending``)
+    OPEN = "open"  # still waiting for an answer (under a quorum: not enough approvals yet)
     CLOSED = "closed"  # no answer will be used: moved on, changed, failed or cancelled
 
 
