@@ -17,7 +17,8 @@ from bot.render.audit import audit_trail, who_may
 from bot.render.home import pending_list
 from bot.render.listings import MAX_RUNS, run_list, run_status
 from bot.render.mrkdwn import Rendered, inline_code, mention, short
-from bot.render.usage import unknown_graph
+from bot.render.stats import stats_reply
+from bot.render.usage import unknown_graph, unknown_stats_graph
 from bot.services import Services
 from bot.work import (
     CancelRun,
@@ -28,6 +29,7 @@ from bot.work import (
     PickUp,
     ShowAudit,
     ShowHome,
+    ShowStats,
     ShowStatus,
     StartRun,
     Work,
@@ -37,6 +39,7 @@ from engine import DecideResult, PublishError, UnknownGraph
 from engine.oversight import Cancelled, CancelOutcome
 from engine.ports import StartLimited, StartRefused
 from engine.records import Ask, Decision, Run
+from engine.stats_access import read_stats
 from engine.store import RunExists
 from engine.threads import in_thread
 
@@ -73,6 +76,8 @@ async def perform(work: Work, *, services: Services, before_resume: Pause | None
             await _send(work.response_url, run_list(runs=runs, command=services.slack.command))
         elif isinstance(work, ShowStatus):
             await _show_status(work, services=services)
+        elif isinstance(work, ShowStats):
+            await _show_stats(work, services=services)
         elif isinstance(work, ShowHome):
             await services.views.opened(work.user)
         elif isinstance(work, ListPending):
@@ -90,6 +95,8 @@ async def perform(work: Work, *, services: Services, before_resume: Pause | None
             await _tell(work.response_url, "Listing this channel's runs failed just now; try again in a moment.")
         elif isinstance(work, ListPending):
             await _tell(work.response_url, "Listing what waits for you failed just now; try again in a moment.")
+        elif isinstance(work, ShowStats):
+            await _tell(work.response_url, "Counting this channel's approvals failed just now; try again in a moment.")
 
 
 async def _decide(work: Decide, *, services: Services, before_resume: Pause | None) -> None:
@@ -199,6 +206,28 @@ async def _show_status(work: ShowStatus, *, services: Services) -> None:
         await _tell(work.response_url, f"You may not see the status of run {inline_code(run.run_id)}; {refusal}")
         return
     await _send(work.response_url, run_status(run=run, command=services.slack.command))
+
+
+async def _show_stats(work: ShowStats, *, services: Services) -> None:
+    """``/graph stats [graph]``: read through the channel index (``engine.stats_access``),
+    only the graphs this person may oversee; an unknown graph gets one did-you-mean line."""
+    command = services.slack.command
+    if work.graph:
+        names = [name for name, _ in services.graphs.describe()]
+        if work.graph not in names:
+            await _tell(work.response_url, unknown_stats_graph(name=work.graph, graphs=names, command=command))
+            return
+    report = await read_stats(
+        store=services.store,
+        directory=services.directory,
+        policy=services.graphs.policy,
+        channel=work.channel,
+        user=work.user,
+        graph=work.graph or None,
+        now=time.time(),
+        retention_seconds=services.settings.run_retention_days * 86400,
+    )
+    await _send(work.response_url, stats_reply(report=report, graph=work.graph or None, command=command))
 
 
 async def _start(work: StartRun, *, services: Services) -> None:

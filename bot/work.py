@@ -97,6 +97,17 @@ class ListRuns:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ShowStats:
+    """``/graph stats [graph]``: how approvals went in the channel, to this person, for the
+    graphs they may oversee."""
+
+    channel: str
+    user: str
+    response_url: str
+    graph: str = ""  # one graph only, as typed (checked against the graphs after the ack)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ShowStatus:
     """``/graph status <run id>``: where the run stands, to this person, if they may oversee it."""
 
@@ -130,6 +141,7 @@ Work = (
     | CancelRun
     | ShowAudit
     | ListRuns
+    | ShowStats
     | ShowStatus
     | ShowHome
     | ListPending
@@ -143,6 +155,7 @@ _KINDS: Final[dict[str, type[Work]]] = {
     "cancel": CancelRun,
     "audit": ShowAudit,
     "runs": ListRuns,
+    "stats": ShowStats,
     "status": ShowStatus,
     "home": ShowHome,
     "pending": ListPending,
@@ -154,6 +167,8 @@ def kind_of(work: Work) -> str:
     """The name a piece of work goes by on the wire and in the log."""
     return _KIND_OF[type(work)]
 
+
+MAX_GRAPH_TYPED: Final = 200  # characters of a graph name carried by ``ShowStats``
 
 # What ``engine.ids.new_run_id`` and ``run_id_for`` make: 10 bytes in lowercase base32.
 RUN_ID: Final = re.compile(r"^[a-z2-7]{16}\Z")
@@ -198,8 +213,10 @@ def from_wire(data: object) -> Work:
             _str(value)
     if isinstance(work, CancelRun | ShowAudit | ShowStatus) and (not RUN_ID.match(work.run_id) or not work.user):
         raise ValueError(f"malformed {data['kind']} work: not a run id or no user")
-    if isinstance(work, ListRuns) and (not CHANNEL_ID.fullmatch(work.channel) or not work.user):
+    if isinstance(work, ListRuns | ShowStats) and (not CHANNEL_ID.fullmatch(work.channel) or not work.user):
         raise ValueError(f"malformed {data['kind']} work: not a channel id or no user")
+    if isinstance(work, ShowStats) and len(work.graph) > MAX_GRAPH_TYPED:
+        raise ValueError(f"malformed {data['kind']} work: graph name too long")
     if isinstance(work, ShowHome | ListPending) and not USER_ID.fullmatch(work.user):
         raise ValueError(f"malformed {data['kind']} work: not a user id")
     if isinstance(work, Decide) and work.where not in ("card", "home"):

@@ -17,14 +17,13 @@ missing entry they are in, so the lookup decides which team an approval speaks f
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 
 from engine import audit
 from engine.audit import AuditEvent
 from engine.decision_rules import ALL_OF_LOOKED_UP
-from engine.oversight import groups_of
+from engine.oversight import groups_of, in_channel
 from engine.policy import GROUP_ID, LOOKUP_TIMEOUT_SECONDS, Directory, Refusal, deciders
 from engine.ports import DecideResult
 from engine.records import Decision, MessageRef
@@ -119,17 +118,10 @@ class Ballot:
         return DecideResult(accepted=True, run=run, ask=run.asks[ask_key], claimed=claimed)
 
     async def _in_channel(self, user: str, channel: str) -> frozenset[str]:
-        """``{channel}`` when ``user`` is shown to be in it, else nothing (a failed lookup
-        included: fail closed). Without a directory (the engine used outside Slack, as in
-        its own tests) there is nobody to ask, and the run's channel is taken as shown."""
-        if self._directory is None:
-            return frozenset({channel})
-        try:
-            inside = await asyncio.wait_for(self._directory.in_channel(user, channel), LOOKUP_TIMEOUT_SECONDS)
-        except Exception as error:  # fail closed: not shown to be in the channel
-            logger.warning("could not tell whether a user is in channel %s: %s", channel, type(error).__name__)
-            return frozenset()
-        return frozenset({channel}) if inside else frozenset()
+        """``{channel}`` when ``user`` is shown to be in it, else nothing (``oversight.in_channel``:
+        a failed lookup is not shown, and without a directory the run's channel is taken as shown)."""
+        shown = await in_channel(self._directory, user, channel, timeout=LOOKUP_TIMEOUT_SECONDS)
+        return frozenset({channel}) if shown else frozenset()
 
     async def _note_refusal(self, refused: DecisionRefused, decision: Decision) -> None:
         """Add a refused click to the trail, once per person, ask and answer, and only while

@@ -25,7 +25,7 @@ from engine.audit import AuditEvent, appended
 from engine.crash import crash_point
 from engine.delivery import Courier
 from engine.invariants import enforced
-from engine.policy import GROUP_ID, LOOKUP_TIMEOUT_SECONDS, Directory, Policy, deciders
+from engine.policy import GROUP_ID, LOOKUP_TIMEOUT_SECONDS, AskPolicy, Directory, Policy, deciders
 from engine.ports import FINAL
 from engine.records import AskStatus, Run
 from engine.saving import cancelled_record
@@ -92,6 +92,46 @@ async def groups_of(directory: Directory | None, user: str, ids: Iterable[str]) 
     # At once, not one after another: a modal's ack waits for this within Slack's 3 s.
     found = await asyncio.gather(*(member(g) for g in groups))
     return frozenset(g for g, yes in zip(groups, found, strict=True) if yes)
+
+
+async def in_channel(
+    directory: Directory | None, user: str, channel: str, *, timeout: float = LOOKUP_TIMEOUT_SECONDS
+) -> bool:
+    """Whether ``user`` is shown to be in ``channel`` (a failed lookup: not, fail closed).
+    Without a directory (the engine used outside Slack, as in its own tests) there is
+    nobody to ask, and the channel is taken as shown."""
+    if directory is None:
+        return True
+    try:
+        return bool(await asyncio.wait_for(directory.in_channel(user, channel), timeout))
+    except Exception as error:  # fail closed: not shown to be in the channel
+        logger.warning("could not tell whether a user is in channel %s: %s", channel, type(error).__name__)
+        return False
+
+
+def graph_deciders(policy: Policy) -> tuple[tuple[str, ...], bool]:
+    """Who a graph's policy lets decide its asks: the users and groups it names (its
+    approvers and escalation group, and each ``AskPolicy`` rule's approvers, ``all_of``
+    entries and escalation group), and whether its own terms name no approvers, which
+    leaves the asks no rule covers to anyone in the run's channel."""
+    ids = [*(policy.approvers or ()), *policy.escalate_to]
+    for rules in policy.asks.values():
+        for rule in (rules,) if isinstance(rules, AskPolicy) else rules:
+            ids += [*(rule.approvers or ()), *(rule.all_of or ()), *(rule.escalate_to or ())]
+    return tuple(dict.fromkeys(ids)), policy.approvers is None
+
+
+async def may_oversee_graph(directory: Directory | None, policy: Policy, user: str, *, channel: str) -> bool:
+    """Whether ``user``, acting from ``channel``, may oversee the graph as a whole (its
+    statistics there): whoever its policy lets decide its asks (``graph_deciders``), named
+    or through a user group, and, when its own terms name no approvers, the members of
+    ``channel``. Each lookup that fails counts as not shown (fail closed)."""
+    named, open_to_channel = graph_deciders(policy)
+    if user in named:
+        return True
+    if open_to_channel and await in_channel(directory, user, channel):
+        return True
+    return bool(await groups_of(directory, user, named))
 
 
 def overseer_ids(asks_deciders: Iterable[tuple[str, ...] | None], policy: Policy | None) -> tuple[str, ...] | None:

@@ -131,6 +131,10 @@ class DecisionRefused(StoreError):
         self.refusal = refusal
 
 
+# The most runs one ``RunStore.recent`` call returns: a bound on what a listing may read.
+RECENT_LIMIT = 1000
+
+
 class RunStore(Protocol):
     def create(self, run: Run) -> None:
         """Insert a new run. Raises RunExists if the id is taken."""
@@ -266,11 +270,15 @@ class RunStore(Protocol):
         """The state ``run.state_ref`` names (for runs returned without it)."""
         ...
 
-    def recent(self, *, channel: str, limit: int = 20) -> list[Run]:
-        """The channel's latest runs, newest first, without their state.
+    def recent(self, *, channel: str, limit: int = 20, since: float | None = None) -> list[Run]:
+        """The channel's latest runs, newest first, without their state: at most ``limit``
+        (itself at most ``RECENT_LIMIT``), and with ``since`` only those created at or after it.
 
         Found through an index (DynamoDB's ``by_channel``, SQLite's on the channel), never a
-        scan: the cost of a listing does not grow with the table.
+        scan: the cost of a listing does not grow with the table. ``since`` bounds the
+        index's range key, so runs older than it are never read (``/graph stats`` reads a
+        window of them); DynamoDB pages its keys-only query while it has fewer than
+        ``limit`` keys, and reads the records 100 to a BatchGetItem.
         """
         ...
 

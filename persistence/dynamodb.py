@@ -61,6 +61,7 @@ from engine.records import (
 )
 from engine.start_limits import StartBook
 from engine.store import (
+    RECENT_LIMIT,
     AskNotFound,
     Delivery,
     Lease,
@@ -579,20 +580,33 @@ class DynamoRunStore:
             )
 
     @aws.mapped
-    def recent(self, *, channel: str, limit: int = 20) -> list[Run]:
-        limit = max(1, min(limit, 100))  # BatchGetItem takes at most 100 keys
-        # One query of the keys-only channel index, then one BatchGetItem of those run
-        # records (without their state): two requests, whatever the size of the table.
-        got = self._ddb.query(
-            TableName=self._table,
-            IndexName=aws.CHANNEL_INDEX,
-            KeyConditionExpression="#channel = :channel",
-            ExpressionAttributeNames={"#channel": "channel"},
-            ExpressionAttributeValues={":channel": {"S": channel}},
-            ScanIndexForward=False,
-            Limit=limit,
-        )
-        keys = [{"pk": item["pk"], "sk": item["sk"]} for item in got.get("Items", [])]
+    def recent(self, *, channel: str, limit: int = 20, since: float | None = None) -> list[Run]:
+        limit = max(1, min(limit, RECENT_LIMIT))
+        # A query of the keys-only channel index (paged only past its 1 MB a page, some
+        # thousands of keys), then BatchGetItem of those run records without their state,
+        # 100 to a request: ``1 + ceil(n / 100)`` requests, whatever the size of the table.
+        condition = "#channel = :channel"
+        values: dict[str, Any] = {":channel": {"S": channel}}
+        if since is not None:
+            condition += " AND created_at >= :since"
+            values[":since"] = items.wire(since)
+        keys: list[dict[str, Any]] = []
+        page: dict[str, Any] = {}
+        while len(keys) < limit:
+            got = self._ddb.query(
+                TableName=self._table,
+                IndexName=aws.CHANNEL_INDEX,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames={"#channel": "channel"},
+                ExpressionAttributeValues=values,
+                ScanIndexForward=False,
+                Limit=limit - len(keys),
+                **page,
+            )
+            keys += [{"pk": item["pk"], "sk": item["sk"]} for item in got.get("Items", [])]
+            if "LastEvaluatedKey" not in got:
+                break
+            page = {"ExclusiveStartKey": got["LastEvaluatedKey"]}
         runs = self._inbox.read_runs(keys, consistent=False, what=f"listing {channel}")
         return sorted(runs, key=lambda r: r.created_at, reverse=True)
 

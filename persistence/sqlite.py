@@ -32,6 +32,7 @@ from engine.audit import AuditEvent
 from engine.records import Ask, Decision, MessageRef, Run, RunStatus
 from engine.start_limits import StartBook
 from engine.store import (
+    RECENT_LIMIT,
     Delivery,
     Lease,
     RunExists,
@@ -333,9 +334,12 @@ class SqliteRunStore:
         return new
 
     @_mapped
-    def recent(self, *, channel: str, limit: int = 20) -> list[Run]:
+    def recent(self, *, channel: str, limit: int = 20, since: float | None = None) -> list[Run]:
+        # The index on (channel, created_at) serves both bounds: no scan, whatever the table.
+        bound, args = (f" AND {_CREATED_AT} >= ?", (since,)) if since is not None else ("", ())
         rows = self._conn().execute(
-            f"SELECT doc FROM runs WHERE {_CHANNEL} = ? ORDER BY {_CREATED_AT} DESC LIMIT ?", (channel, limit)
+            f"SELECT doc FROM runs WHERE {_CHANNEL} = ?{bound} ORDER BY {_CREATED_AT} DESC LIMIT ?",
+            (channel, *args, max(1, min(limit, RECENT_LIMIT))),
         )
         return [_run(r[0], None) for r in rows]
 

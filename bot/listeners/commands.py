@@ -1,5 +1,5 @@
 """The slash command: ``/graph run <graph> <task>``, ``list``, ``runs``, ``pending``,
-``status <run id>``, ``cancel <run id>``, ``audit <run id>`` and ``help``.
+``status <run id>``, ``cancel <run id>``, ``audit <run id>``, ``stats [graph]`` and ``help``.
 
 This is the one place command text is parsed. A mistake in it becomes a ``Mistake`` that
 ``bot.render.usage`` words as one line: the usage line that applies, or for a word that
@@ -9,11 +9,12 @@ start-up; a cold Lambda has not, and its ack must not), so a bare ``run`` lists 
 where it can and points at ``list`` where it cannot.
 
 The ack answers what needs no graph code (help, usage errors) at once; starting a run,
-listing graphs or the channel's runs, showing a run's status, cancelling and showing an
-audit trail are handed off to run after the ack, because they may import graph modules
-or read the store. A run's id comes from the command's ``trigger_id``, so a command
-delivered twice starts one run. A run id given to ``status``, ``cancel`` or ``audit`` is
-checked for its shape here, before anything reads the store.
+listing graphs or the channel's runs, showing a run's status, cancelling, showing an
+audit trail and counting the channel's approvals (``stats``) are handed off to run after
+the ack, because they may import graph modules or read the store. A run's id comes from
+the command's ``trigger_id``, so a command delivered twice starts one run. A run id given
+to ``status``, ``cancel`` or ``audit`` is checked for its shape here, before anything
+reads the store.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from bot.work import (
     ListPending,
     ListRuns,
     ShowAudit,
+    ShowStats,
     ShowStatus,
     StartRun,
     Work,
@@ -44,7 +46,7 @@ from engine.ids import new_run_id
 MAX_TASK_CHARS = 4000
 
 
-Action = Literal["run", "list", "runs", "pending", "status", "cancel", "audit", "help"]
+Action = Literal["run", "list", "runs", "pending", "status", "cancel", "audit", "stats", "help"]
 ACTIONS: Final[tuple[Action, ...]] = get_args(Action)  # every subcommand the router below handles
 _BARE: Final = ("list", "runs", "pending")  # subcommands without arguments
 _ON_A_RUN: Final = ("status", "cancel", "audit")  # subcommands taking one run id
@@ -101,6 +103,10 @@ def parse_command(text: str, *, graphs: Sequence[str] = ()) -> Command:
         return Command(action="audit", run_id=_run_id(verb, words[1:]))
     if verb == "status":
         return Command(action="status", run_id=_run_id(verb, words[1:]))
+    if verb == "stats":
+        if len(words) > 2:
+            raise UsageError(Mistake(kind="graphs_many", subcommand=verb))
+        return Command(action="stats", graph=words[1] if len(words) > 1 else "")
     raise UsageError(_unknown(words, graphs=graphs))
 
 
@@ -162,6 +168,10 @@ def register(app: AsyncApp, *, services: Services, handoff: Handoff) -> None:
             )
         elif parsed.action == "pending":
             work = ListPending(user=command["user_id"], response_url=response_url)
+        elif parsed.action == "stats":
+            work = ShowStats(
+                channel=command["channel_id"], user=command["user_id"], response_url=response_url, graph=parsed.graph
+            )
         elif parsed.action == "runs":
             work = ListRuns(channel=command["channel_id"], user=command["user_id"], response_url=response_url)
         else:

@@ -35,6 +35,11 @@ SUBCOMMANDS: Final[dict[str, tuple[str, str]]] = {
     "status": ("<run id>", "show where a run stands and what it waits for (to its requester and approvers only)"),
     "cancel": ("<run id>", "stop a run (its requester and approvers may)"),
     "audit": ("<run id>", "show who did what in a run, and when (to its requester and approvers only)"),
+    "stats": (
+        "[graph]",
+        "show how approvals went in this channel over the last 30 days, per graph, ask and rule "
+        "(each graph to those who may decide its asks)",
+    ),
     "help": ("", "show this help"),
 }
 
@@ -47,6 +52,7 @@ MistakeKind = Literal[
     "no_run",  # ``status``/``cancel``/``audit`` without a run id
     "runs_many",  # ... with more than one
     "not_a_run_id",  # ... with something that is no run id
+    "graphs_many",  # ``stats`` with more than one word after it
 ]
 
 
@@ -72,9 +78,16 @@ class Mistake:
 
 
 def closest(word: str, choices: Iterable[str]) -> str | None:
-    """The choice ``word`` most likely misspells (difflib's ratio at least ``CLOSE_ENOUGH``), or None."""
+    """The choice ``word`` most likely misspells (difflib's ratio at least ``CLOSE_ENOUGH``), or None.
+
+    A choice with exactly the word's letters comes first: two letters swapped is the
+    likeliest typo, and difflib alone would take ``stauts`` for ``stats``, not ``status``.
+    """
     options = list(dict.fromkeys(choices))
     lowered = {c.lower(): c for c in options}
+    swapped = [c for c in lowered if sorted(c) == sorted(word.lower())]
+    if len(swapped) == 1:
+        return lowered[swapped[0]]
     match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=CLOSE_ENOUGH)
     return lowered[match[0]] if match else None
 
@@ -138,6 +151,8 @@ def mistake_text(mistake: Mistake, *, command: str = DEFAULT_COMMAND, graphs: Se
             )
         case "runs_many":
             line = f":warning: `{sub}` takes one run id. Usage: {usage_line(sub, command=command)}"
+        case "graphs_many":
+            line = f":warning: `{sub}` takes one graph name at most. Usage: {usage_line(sub, command=command)}"
         case "not_a_run_id":
             line = (
                 f":warning: {typed} is not a run id: copy the id in backticks under the run's announcement. "
@@ -157,6 +172,17 @@ def unknown_graph(*, name: str, task: str, graphs: Sequence[str], command: str =
         )
     elif meant := closest(name, graphs):
         line = f"{head} Did you mean {_run_line(command, meant, task)}?"
+    else:
+        line = f"{head} {_graphs(graphs, command=command)}"
+    return fit(line, REPLY_LIMIT, total=len(line))
+
+
+def unknown_stats_graph(*, name: str, graphs: Sequence[str], command: str = DEFAULT_COMMAND) -> str:
+    """One line for ``stats <name>`` where no graph is called ``name``: the graph it likely
+    meant, as the command to type, or the graphs there are."""
+    head = f":warning: There is no graph called {_code(name)}."
+    if meant := closest(name, graphs):
+        line = f"{head} Did you mean " + "`" + short(f"{command} stats {meant}".replace("`", "'"), _TASK_SHOWN) + "`?"
     else:
         line = f"{head} {_graphs(graphs, command=command)}"
     return fit(line, REPLY_LIMIT, total=len(line))

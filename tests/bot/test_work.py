@@ -18,6 +18,7 @@ from bot.work import (
     Decide,
     ListRuns,
     ShowAudit,
+    ShowStats,
     ShowStatus,
     StartRun,
     Work,
@@ -363,12 +364,14 @@ async def test_a_second_vote_of_the_same_person_is_told(sent: list[Sent]) -> Non
         ListRuns(channel="C0E2E", user="U0ALICE", response_url=URL),
         ListRuns(channel="G0PRIVATE", user="U0ALICE", response_url=""),
         ShowStatus(run_id=RUN, user="U0ALICE", response_url=URL),
+        ShowStats(channel="C0E2E", user="U0ALICE", response_url=URL),
+        ShowStats(channel="C0E2E", user="U0ALICE", response_url=URL, graph="payout-rules"),
     ],
     ids=lambda w: type(w).__name__,
 )
 def test_runs_and_status_round_trip_through_json(work: Work) -> None:
     wire = json.loads(json.dumps(to_wire(work)))
-    assert wire["kind"] in ("runs", "status")
+    assert wire["kind"] in ("runs", "status", "stats")
     assert from_wire(wire) == work
 
 
@@ -390,6 +393,10 @@ def test_runs_and_status_round_trip_through_json(work: Work) -> None:
         {"kind": "status", "run_id": RUN, "user": "", "response_url": URL},
         {"kind": "status", "run_id": RUN, "user": None, "response_url": URL},
         {"kind": "status", "channel": "C1", "user": "U1", "response_url": URL},
+        {"kind": "stats", "channel": "c1", "user": "U1", "response_url": URL},
+        {"kind": "stats", "channel": "C1", "user": "", "response_url": URL},
+        {"kind": "stats", "channel": "C1", "user": "U1", "response_url": URL, "graph": 3},
+        {"kind": "stats", "channel": "C1", "user": "U1", "response_url": URL, "graph": "g" * 201},
     ],
 )
 def test_malformed_runs_and_status_work_is_refused(data: dict[str, Any]) -> None:

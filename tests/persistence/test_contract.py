@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from engine.records import RetryOf, ToolCall
-from engine.store import Lease
+from engine.store import RECENT_LIMIT, Lease
 from persistence import (
     AskNotFound,
     AskNotPending,
@@ -563,6 +563,40 @@ def test_recent_lists_a_channels_runs_newest_first_through_an_index(
     if backend.dynamo:
         assert sent() == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}, "two requests, no scan"
     assert store.recent(channel="C-NONE") == []
+
+
+def test_recent_since_reads_only_the_window_through_the_index(backend: Backend, request: pytest.FixtureRequest) -> None:
+    """``since`` bounds the index's range key: older runs are never read, the bound is
+    inclusive, and ``limit`` still keeps the newest (``/graph stats`` reads a window)."""
+    store = backend.store()
+    base = time.time()
+    for n in range(6):
+        store.create(make_run(f"r-win-{n}", channel="C-WIN", created_at=base - 100.0 * (5 - n)))
+    store.create(make_run("r-win-elsewhere", channel="C-ELSE", created_at=base))
+    sent = _requests(backend, request)
+    listed = store.recent(channel="C-WIN", since=base - 200.0, limit=50)
+    assert [r.run_id for r in listed] == ["r-win-5", "r-win-4", "r-win-3"], "at or after since, newest first"
+    if backend.dynamo:
+        assert sent() == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1}, "two requests, no scan"
+    assert [r.run_id for r in store.recent(channel="C-WIN", since=base - 450.0, limit=2)] == ["r-win-5", "r-win-4"]
+    assert store.recent(channel="C-WIN", since=base + 1.0) == []
+    assert len(store.recent(channel="C-WIN", since=None, limit=50)) == 6
+
+
+def test_recent_reads_past_one_batch_up_to_its_limit(backend: Backend, request: pytest.FixtureRequest) -> None:
+    """More runs than one BatchGetItem takes (100): one query, then one read per 100."""
+    if backend.bucket:
+        pytest.skip("a listing never reads state: the bucket changes nothing here, and 105 creates cost a second")
+    store = backend.store()
+    base = time.time()
+    for n in range(105):
+        store.create(replace(make_run(f"r-many-{n:03d}", channel="C-MANY", created_at=base + n), asks={}))
+    sent = _requests(backend, request)
+    listed = store.recent(channel="C-MANY", since=base, limit=RECENT_LIMIT)
+    assert [r.run_id for r in listed] == [f"r-many-{n:03d}" for n in reversed(range(105))]
+    if backend.dynamo:
+        assert sent() == {"dynamodb.Query": 1, "dynamodb.BatchGetItem": 2}, "1 + ceil(105 / 100) requests"
+    assert len(store.recent(channel="C-MANY", limit=RECENT_LIMIT + 5)) == 105
 
 
 def test_a_claim_never_takes_a_lease_that_still_holds(backend: Backend) -> None:

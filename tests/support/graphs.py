@@ -126,6 +126,8 @@ POLICY_GRAPHS = {
         "escalate_after": 3,
     },
     "guarded-reminding": {"approvers": ["U0ALICE"], "expires_after": 600, "remind_after": [1]},
+    # /graph stats (tests/e2e/test_stats.py): an ask nobody answers expires soon, no reminder.
+    "guarded-soon-expiring": {"approvers": ["U0ALICE", "S0LEADS"], "expires_after": 2},
     # The two-person rule across teams: one approval from finance and one from legal (the
     # quorum, left out, is raised to two). U0ALICE is named too, and is in finance: her
     # approval must still count for finance (the ballot looks her up before it counts).

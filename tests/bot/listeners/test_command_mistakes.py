@@ -69,6 +69,8 @@ def test_help_lists_every_subcommand_the_router_handles() -> None:
         ("run deploy " + "x" * 4001, "The task is too long (4001 characters, at most 4000). Usage: `/graph run"),
         ("status", "Name the run: the id in backticks under its announcement. Usage: `/graph status &lt;run id&gt;`"),
         ("audit a b", "`audit` takes one run id. Usage: `/graph audit &lt;run id&gt;`"),
+        ("stats a b", "`stats` takes one graph name at most. Usage: `/graph stats [graph]`"),
+        ("stat", "Did you mean `stats`? Usage: `/graph stats [graph]`"),
         ("cancel 4", "`4` is not a run id: copy the id in backticks under the run's announcement. Usage: `/graph"),
     ],
 )
@@ -103,6 +105,11 @@ async def test_before_the_graphs_are_loaded_a_bare_run_points_at_list_and_typos_
     assert "Did you mean `run`?" in ack.calls[0]["text"]
     ack = await run_command("deploy x", FakeHandoff(), graphs=None)
     assert "Unknown subcommand `deploy`. The subcommands are" in ack.calls[0]["text"]
+
+
+def test_stats_takes_one_graph_at_most() -> None:
+    assert parse_command("stats") == Command(action="stats")
+    assert parse_command("stats payout-rules") == Command(action="stats", graph="payout-rules")
 
 
 def test_a_graph_named_like_a_subcommand_does_not_hide_the_subcommand() -> None:
