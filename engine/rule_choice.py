@@ -66,15 +66,18 @@ def label_of(rule: AskPolicy, *, index: int, name: str, listed: Sequence[AskPoli
 
 def strictest(listed: Sequence[AskPolicy]) -> AskPolicy:
     """The rule that lets the least through: an automatic rejection, else the rule asking
-    the most approvals from the fewest named people; never an automatic approval (with
-    only those, the graph's terms: a person decides)."""
+    the most approvals (``all_of`` counted), from the most teams, from the fewest named
+    people; never an automatic approval (with only those, the graph's terms: a person decides)."""
     candidates = [r for r in listed if r.auto != "approve"]
     if not candidates:
         return AskPolicy()
 
-    def severity(rule: AskPolicy) -> tuple[int, int, int, int]:
-        named = rule.approvers is not None
-        return (rule.auto == "reject", rule.quorum or 1, named, -len(rule.approvers or ()))
+    def severity(rule: AskPolicy) -> tuple[int, int, int, int, int]:
+        # all_of raises the approvals needed to its number (``Policy.rules_for``), and each
+        # of its entries must say yes: more entries, stricter.
+        named = rule.approvers is not None or bool(rule.all_of)
+        needed = max(rule.quorum or 1, len(rule.all_of or ()))
+        return (rule.auto == "reject", needed, len(rule.all_of or ()), named, -len(rule.approvers or ()))
 
     return max(candidates, key=severity)
 
