@@ -26,7 +26,9 @@ def test_a_rule_decides_by_itself_and_another_chooses_who_may(tmp_path: Path) ->
             card.approve(user="U0BOB")
         card.approve(user="U0ALICE")
         assert big.end().status == "completed"
+        stats = r.command("stats payout-rules", user="U0ALICE")
     assert markers.read_text().splitlines() == ["send_payout 5", "send_payout 5000"]
+    assert "small" in stats and "1,000 or more: Alice" in stats, stats
 
 
 def test_one_approval_from_each_team(tmp_path: Path) -> None:
