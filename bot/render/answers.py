@@ -75,6 +75,8 @@ def refusal_text(refusal: Refusal, ask: Ask) -> str:
         return (
             f"You already approved this; it needs {quorum} approvals from different people ({len(ask.votes)} so far)."
         )
+    if refusal is Refusal.NEEDS_APPROVE and ask.preview is not None and quorum == 1:
+        return "Use Approve: an approval is checked against what will happen, a reply is not; nothing was recorded."
     if refusal is Refusal.NEEDS_APPROVE:
         return f"This needs {quorum} approvals; use Approve (a reply cannot approve on its own)."
     if refusal is Refusal.EXPIRED:
