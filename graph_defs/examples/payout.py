@@ -90,7 +90,7 @@ RULES = [
 """``send_payout``'s rules by amount, first match applies (see the module's docstring)."""
 
 PAYOUTS: list[dict[str, Any]] = []
-"""Payouts sent in this process (simulated). Tests read it to prove nothing left without a quorum."""
+"""Payouts sent in this process (simulated). Tests read it to prove nothing left unapproved."""
 IDEMPOTENCY_KEYS: dict[str, str] = {}
 """toolUseId -> the ``approval_id`` that approved that call, set by ``PayoutGate``."""
 
