@@ -94,3 +94,14 @@ def test_app_home_shows_the_preview_as_fields_since_views_have_no_tables() -> No
     assert check_view(
         {"type": "home", "blocks": [{"type": "table", "rows": [[{"type": "raw_text", "text": "a"}]]}]}, surface="home"
     )
+
+
+def test_an_all_of_card_never_says_more_approvals_than_it_needed() -> None:
+    from engine.policy import AskRules
+
+    rules = AskRules(quorum=2, all_of=("S0FIN", "S0LEGAL"), approvers=("S0FIN", "S0LEGAL"))
+    votes = {u: Decision(verdict=Verdict.APPROVE, user=u, at=float(i)) for i, u in enumerate(["U0A", "U0B"])}
+    final = Decision(verdict=Verdict.APPROVE, user="U0C", at=3.0, counts_for="S0LEGAL")
+    ask = make_ask(rules=rules, votes=votes, status=AskStatus.DECIDED, decision=final)
+    text = all_text(decided_card(run=make_run(), ask=ask))
+    assert "3 of 2" not in text and "3 approvals, one from each of 2 teams" in text, text
