@@ -15,6 +15,13 @@ applies (``strictest``), never an automatic approval, and the log says why once,
 ask is raised. A ``when`` runs in the pass, under the run's lease (renewed meanwhile): a slow
 one delays the pass, never a click's acknowledgement; one slower than ``SLOW_WHEN_SECONDS``
 is named in the log. It is not cut short (a thread cannot be stopped safely).
+
+An Edit changes the content the rule was chosen by. Right before a pass hands an Edit to
+the graph, the rules are asked again about the edited input (``moved_by_edit``): an edit
+they would put under another rule (say an amount past the one-approver threshold, or into
+an automatic rejection) is not sent. The ask is closed as changed and the graph, which gets
+no answer, asks again about the call it proposed: one person's edit never passes a rule
+that was not the one its card showed.
 """
 
 from __future__ import annotations
@@ -22,10 +29,14 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from engine.policy import AskPolicy
+from engine.policy import AskPolicy, AskRules
+
+if TYPE_CHECKING:
+    from engine.policy import Policy
+    from engine.records import Ask
 
 logger = logging.getLogger(__name__)
 
@@ -92,3 +103,44 @@ def _failed(listed: Sequence[AskPolicy], *, name: str, index: int, why: str) -> 
         label or "the graph's terms",
     )
     return chosen, f"{label or 'graph terms'} ({FAIL_CLOSED})"
+
+
+def moved_by_edit(asks: Iterable[Ask], policy: Policy, *, now: float, default_expires_after: float) -> dict[str, str]:
+    """The asks decided by an Edit whose edited input the policy would judge by other terms
+    than those the ask was raised with, by key, with the rule it would fall under (its label).
+
+    Runs in the pass (the ``when`` functions are the graph author's code), right before the
+    answers are handed to the graph. An Edit of an ask whose call is unknown fails closed.
+    """
+    from engine.records import Verdict
+
+    moved: dict[str, str] = {}
+    for ask in asks:
+        decision = ask.decision
+        if decision is None or decision.verdict is not Verdict.EDIT:
+            continue
+        if ask.tool is None or decision.edited_input is None:
+            moved[ask.key] = "unknown"
+            continue
+        terms = policy.rules_for(
+            name=ask.name,
+            tool=ask.tool.name,
+            now=now,
+            default_expires_after=default_expires_after,
+            details=decision.edited_input,
+        )
+        if _who_decides(terms) != _who_decides(ask.rules):
+            logger.warning(
+                "ask %s (%s): an edit moved the call from rule %r to rule %r; not sent, asked again",
+                ask.key,
+                ask.name,
+                ask.rules.label,
+                terms.label,
+            )
+            moved[ask.key] = terms.label or "the graph's terms"
+    return moved
+
+
+def _who_decides(terms: AskRules) -> tuple[Any, ...]:
+    """The terms that say who decides and how (not the times, which depend on when it was asked)."""
+    return (terms.label, terms.approvers, terms.quorum, terms.all_of, terms.auto, terms.allow_self)

@@ -1,0 +1,68 @@
+"""Hostile review of rules by content, through the real server on both stores.
+
+The graph is ``payout-rules`` (``tests.support.graphs``): over 1,000,000 is rejected by the
+rule, 1,000 or more asks Alice, under 50 is approved by the rule, the rest asks Bob (whose
+card offers Edit). The tool marks each payout it made in the markers file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
+from engine.records import AskStatus, Closed
+from localslack import LocalSlack
+from tests.e2e.conftest import (
+    CHANNEL,
+    Backend,
+    StartBot,
+    UserFor,
+    cards,
+    finished_message,
+    live_buttons,
+    run_of,
+)
+
+
+def _markers(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+async def test_an_edit_that_moves_the_call_to_another_rule_is_not_sent(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: UserFor, markers_file: Path
+) -> None:
+    """Bob may approve payouts from 50 to 999 and may Edit them: an Edit to 2,000,000 must
+    not pay 2,000,000 on Bob's word (that amount is the "over the limit" rule's, which
+    rejects it); it is asked again, about the call the agent proposed. An Edit that stays
+    under Bob's rule is sent."""
+    bot = await start_bot(backend=backend)
+    user = user_for(bot)
+    await user.slash_command(text="run payout-rules 100", user_id="U0DAVE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="Bob's card")
+    assert "Edit" in live_buttons(card)
+
+    async def edit(card_: dict[str, object], amount: int) -> None:
+        await user.click(message=card_, label="Edit", user_id="U0BOB", channel_id=CHANNEL)
+        (view,) = await local_slack.wait_for(lambda: local_slack.open_views("U0BOB"), timeout=10, what="the modal")
+        values = {TEXT_BLOCK_ID: {TEXT_ACTION_ID: json.dumps({"amount": amount})}}
+        response = await user.submit_view(view=view, values=values, user_id="U0BOB")
+        assert response.status == 200
+
+    await edit(card, 2_000_000)
+    (again,) = await local_slack.wait_for(
+        lambda: [c for c in cards(local_slack) if c["ts"] != card["ts"] and live_buttons(c)],
+        timeout=30,
+        what="a new card about the proposed call",
+    )
+    assert _markers(markers_file) == [], "an edit past Bob's rule paid nothing"
+    run = run_of(backend.open_store(), local_slack)
+    edited = next(a for a in run.asks.values() if a.card is not None and a.card.ts == card["ts"])
+    assert edited.status is AskStatus.OBSOLETE and edited.closed is Closed.CHANGED and edited.decision is None
+    assert [e.kind for e in run.audit if e.kind == "edit_moved_rule"] == ["edit_moved_rule"]
+    new = next(a for a in run.asks.values() if a.status is AskStatus.PENDING)
+    assert new.tool is not None and new.tool.input == {"amount": 100} and new.rules.label == "default: Bob"
+
+    await edit(again, 200)  # within Bob's rule: sent as edited
+    await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the final message")
+    assert _markers(markers_file) == ["send_payout 200"]
