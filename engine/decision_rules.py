@@ -106,7 +106,12 @@ def rules_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], no
         found += _all_of_rules(ask, terms, slot, ids=ids, looked_up=ALL_OF_LOOKED_UP in member_of)
         found.append(Rule(why=Refusal.ALREADY_APPROVED, holds=Missing(ask / "votes" / user)))
     if verdict is Verdict.REPLY and reads_as_yes(decision.text):
-        single = And(Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)), Missing(terms / "all_of"))
+        # Nor under a preview: a reply is not bound to what will happen (``engine.previews``
+        # checks approvals only), yet HumanInTheLoop takes "yes" for an approval and "trust"
+        # for a Trust, which a card with a preview does not offer.
+        single = And(
+            Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)), Missing(terms / "all_of"), Missing(ask / "preview")
+        )
         found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=single))
     return tuple(found)
 

@@ -75,6 +75,8 @@ def refusal_text(refusal: Refusal, ask: Ask) -> str:
         return (
             f"You already approved this; it needs {quorum} approvals from different people ({len(ask.votes)} so far)."
         )
+    if refusal is Refusal.NEEDS_APPROVE and quorum == 1 and not ask.rules.all_of:
+        return "Your approval is bound to what this card says will happen; use Approve (a reply cannot approve)."
     if refusal is Refusal.NEEDS_APPROVE:
         return f"This needs {quorum} approvals; use Approve (a reply cannot approve on its own)."
     if refusal is Refusal.EXPIRED:

@@ -11,13 +11,14 @@ import json
 from pathlib import Path
 
 from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
-from engine.records import AskStatus, Closed
+from engine.records import AskStatus, Closed, RunStatus
 from localslack import LocalSlack
 from tests.e2e.conftest import (
     CHANNEL,
     Backend,
     StartBot,
     UserFor,
+    all_text,
     cards,
     finished_message,
     live_buttons,
@@ -66,3 +67,30 @@ async def test_an_edit_that_moves_the_call_to_another_rule_is_not_sent(
     await edit(again, 200)  # within Bob's rule: sent as edited
     await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the final message")
     assert _markers(markers_file) == ["send_payout 200"]
+
+
+async def test_a_reply_reading_yes_or_trust_does_not_pass_a_preview(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: UserFor, markers_file: Path
+) -> None:
+    """HumanInTheLoop takes a typed "yes" for an approval and "trust" for a Trust. Under a
+    preview the card offers no Trust and binds an approval to what it shows; a Reply is not
+    checked against the preview, so a Reply that reads as a yes is refused (use Approve)."""
+    rows = Path(str(markers_file) + ".rows")
+    rows.write_text("10")
+    bot = await start_bot(backend=backend)
+    user = user_for(bot)
+    await user.slash_command(text="run hitl-preview users", user_id="U0DAVE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="the card")
+    assert "with 10 rows" in all_text(card) and "Trust" not in live_buttons(card)
+    rows.write_text("10000000")  # the table grew after the card was posted
+
+    for said in ("trust", " Yes "):
+        await user.click(message=card, label="Reply", user_id="U0BOB", channel_id=CHANNEL)
+        views = await local_slack.wait_for(lambda: local_slack.open_views("U0BOB"), timeout=10, what="the modal")
+        response = await user.submit_view(
+            view=views[-1], values={TEXT_BLOCK_ID: {TEXT_ACTION_ID: said}}, user_id="U0BOB"
+        )
+        assert "use Approve" in json.dumps(response.body), (said, response.body)
+    run = run_of(backend.open_store(), local_slack)
+    assert run.status is RunStatus.WAITING and [a.status for a in run.asks.values()] == [AskStatus.PENDING]
+    assert _markers(markers_file) == [] and finished_message(local_slack) is None
