@@ -111,23 +111,19 @@ def moved_by_edit(asks: Iterable[Ask], policy: Policy, *, now: float, default_ex
 
     Runs in the pass (the ``when`` functions are the graph author's code), right before the
     answers are handed to the graph. An Edit of an ask whose call is unknown fails closed.
+    A Retry on a "may have acted" card sends its Edit again (``engine.takeover``): it is
+    judged the same way, under the terms the first card had.
     """
-    from engine.records import Verdict
-
     moved: dict[str, str] = {}
     for ask in asks:
-        decision = ask.decision
-        if decision is None or decision.verdict is not Verdict.EDIT:
+        edited = _edit_sent(ask)
+        if edited is None:
             continue
-        if ask.tool is None or decision.edited_input is None:
+        if ask.tool is None or not isinstance(edited, dict):
             moved[ask.key] = "unknown"
             continue
         terms = policy.rules_for(
-            name=ask.name,
-            tool=ask.tool.name,
-            now=now,
-            default_expires_after=default_expires_after,
-            details=decision.edited_input,
+            name=ask.name, tool=ask.tool.name, now=now, default_expires_after=default_expires_after, details=edited
         )
         if _who_decides(terms) != _who_decides(ask.rules):
             logger.warning(
@@ -139,6 +135,21 @@ def moved_by_edit(asks: Iterable[Ask], policy: Policy, *, now: float, default_ex
             )
             moved[ask.key] = terms.label or "the graph's terms"
     return moved
+
+
+def _edit_sent(ask: Ask) -> Any:
+    """The edited input ``ask``'s answer would send the graph, if its answer sends one."""
+    from engine.records import Verdict
+
+    decision = ask.decision
+    if decision is None or decision.expired:
+        return None
+    if decision.verdict is Verdict.EDIT:
+        return decision.edited_input if decision.edited_input is not None else "unknown"
+    again = ask.retry_of.response if ask.retry_of is not None else None
+    if decision.verdict in (Verdict.RETRY, Verdict.APPROVE) and isinstance(again, dict) and "edited_input" in again:
+        return again["edited_input"]
+    return None
 
 
 def _who_decides(terms: AskRules) -> tuple[Any, ...]:

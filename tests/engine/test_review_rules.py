@@ -1,0 +1,101 @@
+"""Hostile review of rules by content: an Edit judged by its own rule on every path.
+
+``payout-rules`` (``tests.support.graphs``): from 50 to 999 Bob decides (and may Edit),
+over 1,000,000 the rule rejects. An Edit that moves the call to another rule is not sent
+(``engine.rule_choice.moved_by_edit``); these tests cover the paths around that check.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import tests.support.graphs as test_graphs
+from engine import RunEngine
+from engine.policy import AskPolicy, Policy
+from engine.records import Ask, AskStatus, Closed, Decision, RunStatus, ToolCall, Verdict
+from engine.rule_choice import moved_by_edit
+from persistence.sqlite import SqliteRunStore
+from tests.engine.conftest import RecordingPublisher, RegistrySource
+
+
+def _engine(store: SqliteRunStore, publisher: RecordingPublisher) -> RunEngine:
+    return RunEngine(store=store, graphs=RegistrySource(), publisher=publisher, lease_seconds=60)
+
+
+async def test_a_retry_after_a_takeover_does_not_send_an_edit_that_moved_the_call_to_another_rule(
+    store: SqliteRunStore, publisher: RecordingPublisher
+) -> None:
+    """Bob's Edit to 2,000,000 reached a pass that died before saving (its claim marked it
+    handed): the takeover asks again on a "may have acted" card whose Retry sends the Edit
+    as it was. A Retry by Bob must not pay 2,000,000: that amount is not Bob's rule's."""
+    first = _engine(store, publisher)
+    run = await first.start(graph="payout-rules", task="100", user="U0DAVE", channel="C1")
+    (ask,) = run.pending_asks()
+    assert ask.rules.label == "default: Bob" and ask.tool is not None
+    edit = Decision(verdict=Verdict.EDIT, user="U0BOB", at=time.time(), edited_input={"amount": 2_000_000})
+    assert (await first.decide(run_id=run.run_id, ask_key=ask.key, decision=edit)).accepted
+    decided = store.load(run.run_id, snapshot=False)
+    assert decided is not None
+    store.claim(
+        run.run_id,
+        expected_version=decided.version,
+        status=RunStatus.RESUMING,
+        owner="dead/1",
+        lease_until=time.time() - 1,
+        now=time.time(),
+        handing=[ask.key],
+        takeovers=0,
+    )
+
+    sweeper = _engine(store, publisher)
+    (swept,) = await sweeper.sweep()
+    (again,) = swept.pending_asks()
+    assert again.retry_of is not None and again.tool is not None and again.tool.input == {"amount": 2_000_000}
+    retry = Decision(verdict=Verdict.RETRY, user="U0BOB", at=time.time())
+    result = await sweeper.decide(run_id=run.run_id, ask_key=again.key, decision=retry, claim=True)
+    assert result.accepted
+    after = await sweeper.follow_up(result)
+
+    assert test_graphs.markers() == [], "Bob's Retry did not pay an amount past his rule"
+    assert after is not None
+    retried = after.asks[again.key]
+    assert retried.status is AskStatus.OBSOLETE and retried.closed is Closed.CHANGED
+    (new,) = after.pending_asks()
+    assert new.tool is not None and new.tool.input == {"amount": 100} and new.rules.label == "default: Bob"
+
+
+def test_an_edit_whose_when_fails_on_the_edited_input_fails_closed() -> None:
+    """A ``when`` that raises on the edited input (a string amount) chooses the strictest
+    rule, not the one the card showed: the Edit is not sent."""
+    policy = Policy.declare(
+        asks={
+            "send_payout": [
+                AskPolicy(when=lambda d: d["amount"] >= 1000, label="big", quorum=2),
+                AskPolicy(label="small", approvers=["U0BOB"]),
+            ]
+        }
+    )
+    now = time.time()
+    rules = policy.rules_for(
+        name="approve_payout", tool="send_payout", now=now, default_expires_after=60, details={"amount": 5}
+    )
+    base = Ask(
+        key="k1",
+        interrupt_id="v1:before_tool_call:tu1:x",
+        name="approve_payout",
+        reason={"amount": 5},
+        node_id="payer",
+        status=AskStatus.DECIDED,
+        created_at=now,
+        tool=ToolCall(name="send_payout", input={"amount": 5}),
+        rules=rules,
+    )
+
+    def edited(to: object) -> Ask:
+        decision = Decision(verdict=Verdict.EDIT, user="U0BOB", at=now, edited_input={"amount": to})
+        return replace(base, decision=decision)
+
+    assert moved_by_edit([edited(7)], policy, now=now, default_expires_after=60) == {}
+    assert moved_by_edit([edited(5000)], policy, now=now, default_expires_after=60) == {"k1": "big"}
+    assert moved_by_edit([edited("lots")], policy, now=now, default_expires_after=60) == {"k1": "big (fail-closed)"}
