@@ -77,15 +77,20 @@ def label_of(rule: AskPolicy, *, index: int, name: str, listed: Sequence[AskPoli
 
 def strictest(listed: Sequence[AskPolicy]) -> AskPolicy:
     """The rule that lets the least through: an automatic rejection, else the rule asking
-    the most approvals from the fewest named people; never an automatic approval (with
-    only those, the graph's terms: a person decides)."""
+    the most approvals (an ``all_of`` rule: at least one per team), from the most teams,
+    from the fewest named people; never an automatic approval (with only those, the
+    graph's terms: a person decides)."""
     candidates = [r for r in listed if r.auto != "approve"]
     if not candidates:
         return AskPolicy()
 
-    def severity(rule: AskPolicy) -> tuple[int, int, int, int]:
+    def severity(rule: AskPolicy) -> tuple[int, int, int, int, int]:
+        # An all_of rule's quorum is at least its entries (``Policy.rules_for``), and one
+        # approval from each team is stricter than as many from anyone: it ranks above a
+        # rule naming people, though it names no approvers itself.
+        teams = len(rule.all_of or ())
         named = rule.approvers is not None
-        return (rule.auto == "reject", rule.quorum or 1, named, -len(rule.approvers or ()))
+        return (rule.auto == "reject", max(rule.quorum or 1, teams), teams, named, -len(rule.approvers or ()))
 
     return max(candidates, key=severity)
 

@@ -99,3 +99,20 @@ def test_an_edit_whose_when_fails_on_the_edited_input_fails_closed() -> None:
     assert moved_by_edit([edited(7)], policy, now=now, default_expires_after=60) == {}
     assert moved_by_edit([edited(5000)], policy, now=now, default_expires_after=60) == {"k1": "big"}
     assert moved_by_edit([edited("lots")], policy, now=now, default_expires_after=60) == {"k1": "big (fail-closed)"}
+
+
+def test_a_failing_when_fails_closed_to_the_two_team_rule_not_to_one_named_approver() -> None:
+    """The strictest rule of a list is the one that lets the least through: one approval
+    from each of two teams is stricter than one named person's, though it names nobody."""
+    from engine.rule_choice import choose
+
+    def broken(details: object) -> bool:
+        raise KeyError("amount")
+
+    rules = [
+        AskPolicy(when=broken, label="big: finance and legal", all_of=["S0FIN", "S0LEGAL"]),
+        AskPolicy(when=lambda d: d["amount"] >= 1000, label="Alice", approvers=["U0ALICE"]),
+        AskPolicy(label="Bob", approvers=["U0BOB"]),
+    ]
+    chosen, label = choose(rules, details={"amount": 5}, name="send_payout")
+    assert chosen.all_of == ["S0FIN", "S0LEGAL"] and label == "big: finance and legal (fail-closed)"
