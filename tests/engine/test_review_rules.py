@@ -116,3 +116,17 @@ def test_a_failing_when_fails_closed_to_the_two_team_rule_not_to_one_named_appro
     ]
     chosen, label = choose(rules, details={"amount": 5}, name="send_payout")
     assert chosen.all_of == ["S0FIN", "S0LEGAL"] and label == "big: finance and legal (fail-closed)"
+
+
+def test_a_preview_holding_what_is_not_text_is_shown_and_digested() -> None:
+    """A preview built from a model's words may hold an unpaired surrogate (and NaN, bytes):
+    the ask's digest and its storage need UTF-8, so the preview replaces it, in text and tables."""
+    from engine.previews import compute
+    from engine.records import ask_digest
+
+    table = compute(lambda d: {"payee": "Bob\ud800", "rate": float("nan"), b"k": b"v"}, {}, name="p")
+    text = compute(lambda d: "pays \udfff", {}, name="p")
+    assert table == {"payee": "Bob\ufffd", "rate": "NaN", "b'k'": "\"b'v'\""} and text == "pays \ufffd"
+    assert ask_digest(name="p", reason={}, tool=None, preview=table) != ask_digest(
+        name="p", reason={}, tool=None, preview=text
+    )
