@@ -477,6 +477,9 @@ class RunEngine:
                         voided=voided,
                         previews=shown,
                         moved=moved,
+                        by_content=lambda raised: policy.by_content(
+                            name=raised.name, tool=raised.tool.name if raised.tool is not None else None
+                        ),
                     )
                     target = outcome.run.evolve(takeovers=0)
                     if target.status.leased:  # a rule decided: the lease is kept for the next pass

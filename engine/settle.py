@@ -66,6 +66,7 @@ def settle(
     voided: Collection[str] = (),
     previews: Mapping[tuple[str, str | None], Preview] | None = None,
     moved: Mapping[str, str] | None = None,
+    by_content: Callable[[Raised], bool] | None = None,
 ) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
@@ -96,6 +97,8 @@ def settle(
     they are closed as changed, and the graph, which got no answer, raised them again.
     ``moved`` names Edits not sent because the edited call falls under another rule
     (``engine.rule_choice.moved_by_edit``), with that rule: closed and asked again the same way.
+    ``by_content`` says whether an ask's rules choose by its content (``Policy.by_content``):
+    then it offers no Trust, which would let later calls run unasked under whatever rule.
     """
     asks = dict(claimed.asks)
     for key in [*voided, *(moved or {})]:  # approved, but not as shown or not by its rule: asked again
@@ -131,7 +134,11 @@ def settle(
         # Edit and Trust only for one person's say (nor under all_of: ``engine.decision_rules``),
         # and never under a preview: an edited call's preview was never shown.
         solo = rules.quorum == 1 and not rules.all_of and preview is None
-        verdicts = tuple(v for v in raised.verdicts if solo or v.value not in SOLO_ONLY)
+        # Nor Trust where the rules choose by content: later calls would run under none of them.
+        trust = solo and not (by_content is not None and by_content(raised))
+        verdicts = tuple(
+            v for v in raised.verdicts if (solo or v.value not in SOLO_ONLY) and (trust or v is not Verdict.TRUST)
+        )
         new_asks.append(
             Ask(
                 key=new_ask_key([*asks, *(a.key for a in new_asks)]),

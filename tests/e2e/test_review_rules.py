@@ -94,3 +94,23 @@ async def test_a_reply_reading_yes_or_trust_does_not_pass_a_preview(
     run = run_of(backend.open_store(), local_slack)
     assert run.status is RunStatus.WAITING and [a.status for a in run.asks.values()] == [AskStatus.PENDING]
     assert _markers(markers_file) == [] and finished_message(local_slack) is None
+
+
+async def test_trust_is_not_offered_where_rules_choose_by_content(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: UserFor, markers_file: Path
+) -> None:
+    """HumanInTheLoop's Trust lets every later call of the tool run unasked, whatever its
+    content: Bob trusting a 100 payout (his rule) would pay 5,000 (Alice's rule) unseen.
+    Where the rules choose by content, the card offers no Trust; the big payout asks Alice."""
+    bot = await start_bot(backend=backend)
+    user = user_for(bot)
+    await user.slash_command(text="run hitl-rules go", user_id="U0DAVE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="Bob's card")
+    assert "Rule:* default: Bob" in all_text(card)
+    assert live_buttons(card) == ["Approve", "Reject", "Reply"], "no Trust: it would skip the rules of later calls"
+
+    await user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
+    (big,) = await local_slack.wait_for(
+        lambda: [c for c in cards(local_slack) if c["ts"] != card["ts"]], timeout=30, what="Alice's card"
+    )
+    assert "Rule:* 1,000 or more: Alice" in all_text(big) and _markers(markers_file) == ["send_payout 100"]

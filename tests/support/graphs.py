@@ -554,3 +554,31 @@ def hitl_preview() -> Graph:
     builder = GraphBuilder()
     builder.add_node(agent, "dba")
     return _bounded(builder)
+
+
+# -- hitl-rules: HumanInTheLoop (trust enabled) on send_payout under rules by amount ------------
+
+
+@graph_def(
+    "hitl-rules",
+    description="HumanInTheLoop with trust on two payouts, a small one then a big one, under rules by amount",
+    asks={"send_payout": PAYOUT_RULES},
+)
+def hitl_rules() -> Graph:
+    agent = Agent(
+        name="payer",
+        model=ScriptedModel(
+            [
+                lambda m: call("send_payout", amount=100),
+                lambda m: call("send_payout", amount=5000),
+                lambda m: say(f"payer: {latest_tool_result_text(m)}"),
+            ],
+            id_prefix="tu_hpay",
+        ),
+        tools=[send_payout],
+        interventions=[HumanInTheLoop(enable_trust=True)],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "payer")
+    return _bounded(builder)
