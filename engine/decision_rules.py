@@ -24,7 +24,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from engine.conditions import And, Condition, Contains, Empty, Eq, Exists, Gt, In, Le, Missing, Not, Or, Path, evaluate
-from engine.policy import APPROVING, HITL_YES, SOLO_ONLY, Refusal
+from engine.policy import APPROVING, HITL_TRUST, HITL_YES, SOLO_ONLY, Refusal
 from engine.records import DEFAULT_VERDICTS, AskStatus, Decision, Verdict
 
 if TYPE_CHECKING:
@@ -113,6 +113,10 @@ def rules_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], no
             Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)), Missing(terms / "all_of"), Missing(ask / "preview")
         )
         found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=single))
+    if verdict is Verdict.REPLY and (decision.text or "").strip().lower() in HITL_TRUST:
+        # HumanInTheLoop with trust takes this reply for a Trust: only where Trust is offered
+        # (not under a quorum, all_of, a preview, or rules by content: ``engine.settle``).
+        found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=Contains(ask / "verdicts", Verdict.TRUST.value)))
     return tuple(found)
 
 

@@ -85,6 +85,7 @@ SOLO_ONLY = frozenset({"edit", "trust", "retry"})
 # What reads as a yes in a Reply (Strands' HumanInTheLoop evaluates a reply's text this way):
 # under a quorum such a Reply is refused with a pointer to Approve, whatever raised the ask.
 HITL_YES = frozenset({"y", "yes", "t", "trust"})
+HITL_TRUST = frozenset({"t", "trust"})  # what it takes for a Trust, when the intervention enables trust
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -75,8 +75,10 @@ def refusal_text(refusal: Refusal, ask: Ask) -> str:
         return (
             f"You already approved this; it needs {quorum} approvals from different people ({len(ask.votes)} so far)."
         )
-    if refusal is Refusal.NEEDS_APPROVE and quorum == 1 and not ask.rules.all_of:
+    if refusal is Refusal.NEEDS_APPROVE and quorum == 1 and not ask.rules.all_of and ask.preview is not None:
         return "Your approval is bound to what this card says will happen; use Approve (a reply cannot approve)."
+    if refusal is Refusal.NEEDS_APPROVE and quorum == 1 and not ask.rules.all_of:
+        return "A reply cannot trust this tool for later calls here; use Approve for this one."
     if refusal is Refusal.NEEDS_APPROVE:
         return f"This needs {quorum} approvals; use Approve (a reply cannot approve on its own)."
     if refusal is Refusal.EXPIRED:

@@ -108,6 +108,10 @@ async def test_trust_is_not_offered_where_rules_choose_by_content(
     (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="Bob's card")
     assert "Rule:* default: Bob" in all_text(card)
     assert live_buttons(card) == ["Approve", "Reject", "Reply"], "no Trust: it would skip the rules of later calls"
+    await user.click(message=card, label="Reply", user_id="U0BOB", channel_id=CHANNEL)
+    views = await local_slack.wait_for(lambda: local_slack.open_views("U0BOB"), timeout=10, what="the reply modal")
+    response = await user.submit_view(view=views[-1], values={TEXT_BLOCK_ID: {TEXT_ACTION_ID: " T "}}, user_id="U0BOB")
+    assert "use Approve" in json.dumps(response.body), "a reply HumanInTheLoop takes for a Trust is refused too"
 
     await user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
     (big,) = await local_slack.wait_for(
