@@ -130,3 +130,27 @@ def test_a_preview_holding_what_is_not_text_is_shown_and_digested() -> None:
     assert ask_digest(name="p", reason={}, tool=None, preview=table) != ask_digest(
         name="p", reason={}, tool=None, preview=text
     )
+
+
+def test_replies_that_read_as_yes_or_trust_are_refused_only_where_they_would_approve() -> None:
+    """A question's answer "yes" or "t" is text for the model (allowed, under all_of too); a
+    HumanInTheLoop reply "t" is a Trust (refused where Trust is not offered); a gate's "t" is text."""
+    from engine.decision_rules import judge
+    from engine.policy import Refusal
+    from engine.sources import HANDOFF_INTERRUPT_NAME, HITL_INTERRUPT_NAME
+
+    def refusal(name: str, text: str, *, verdicts: list[str], all_of: bool = False) -> object:
+        rules: dict[str, object] = {"quorum": 1, "allow_self": False}
+        if all_of:
+            rules |= {"all_of": ["U0BOB"], "approvers": ["U0BOB"]}
+        ask = {"name": name, "status": "pending", "verdicts": verdicts, "rules": rules}
+        record = {"started_by": "U0DAVE", "channel": "C1", "asks": {"k": ask}}
+        reply = Decision(verdict=Verdict.REPLY, user="U0BOB", at=time.time(), text=text)
+        return judge(record, "k", reply, member_of=frozenset({"C1"}), now=time.time())
+
+    assert refusal(HANDOFF_INTERRUPT_NAME, "yes", verdicts=["reply", "reject"], all_of=True) is None
+    assert refusal(HANDOFF_INTERRUPT_NAME, "T", verdicts=["reply", "reject"]) is None
+    assert refusal("approve_call", "t", verdicts=["approve", "reject", "reply", "edit"]) is None
+    assert refusal(HITL_INTERRUPT_NAME, " t", verdicts=["approve", "reject", "reply"]) is Refusal.NEEDS_APPROVE
+    assert refusal(HITL_INTERRUPT_NAME, "trust", verdicts=["approve", "reject", "reply", "trust"]) is None
+    assert refusal(HITL_INTERRUPT_NAME, "yes", verdicts=["approve", "reject", "reply"], all_of=True) is not None
