@@ -26,6 +26,7 @@ MAX_ERROR_CHARS = 10_000
 MAX_REASON_CHARS = 16_000
 KEEP_FINISHED_ASKS = 50
 PREVIEW_CHANGED = "what will happen changed after the approval; not sent, asked again on a new card"
+EDIT_MOVED_KIND = "edit_moved_rule"  # the audit event of an Edit not sent (its card says why)
 EDIT_MOVED = "the edited call falls under rule {rule}, not {was}; the edit was not sent, asked again on a new card"
 
 _STATUS_AFTER = {
@@ -179,7 +180,7 @@ def settle(
     events += [
         AuditEvent(
             at=now,
-            kind="edit_moved_rule",
+            kind=EDIT_MOVED_KIND,
             ask=k,
             text=EDIT_MOVED.format(rule=rule, was=claimed.asks[k].rules.label or "the graph's terms"),
         )

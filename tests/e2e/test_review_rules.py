@@ -57,6 +57,12 @@ async def test_an_edit_that_moves_the_call_to_another_rule_is_not_sent(
         what="a new card about the proposed call",
     )
     assert _markers(markers_file) == [], "an edit past Bob's rule paid nothing"
+    old = await local_slack.wait_for(
+        lambda: [m for m in cards(local_slack) if m["ts"] == card["ts"] and "not sent" in all_text(m)],
+        timeout=10,
+        what="the edited card saying why",
+    )
+    assert "falls under another rule" in all_text(old[0])
     run = run_of(backend.open_store(), local_slack)
     edited = next(a for a in run.asks.values() if a.card is not None and a.card.ts == card["ts"])
     assert edited.status is AskStatus.OBSOLETE and edited.closed is Closed.CHANGED and edited.decision is None
