@@ -24,8 +24,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from engine.conditions import And, Condition, Contains, Empty, Eq, Exists, Gt, In, Le, Missing, Not, Or, Path, evaluate
-from engine.policy import APPROVING, HITL_YES, SOLO_ONLY, Refusal
+from engine.policy import APPROVING, HITL_TRUST, HITL_YES, SOLO_ONLY, Refusal
 from engine.records import DEFAULT_VERDICTS, AskStatus, Decision, Verdict
+from engine.sources import HANDOFF_INTERRUPT_NAME, HITL_INTERRUPT_NAME
 
 if TYPE_CHECKING:
     from engine.records import Run
@@ -106,11 +107,19 @@ def rules_for(ask_key: str, decision: Decision, *, member_of: frozenset[str], no
         found += _all_of_rules(ask, terms, slot, ids=ids, looked_up=ALL_OF_LOOKED_UP in member_of)
         found.append(Rule(why=Refusal.ALREADY_APPROVED, holds=Missing(ask / "votes" / user)))
     if verdict is Verdict.REPLY and reads_as_yes(decision.text):
-        # Nor under a preview: only Approve is bound to what will happen (``engine.previews``).
+        # Nor under a preview: a reply is not bound to what will happen (``engine.previews``
+        # checks approvals only), yet HumanInTheLoop takes "yes" for an approval and "trust"
+        # for a Trust, which a card with a preview does not offer.
         single = And(
             Or(Missing(terms / "quorum"), Le(terms / "quorum", 1)), Missing(terms / "all_of"), Missing(ask / "preview")
         )
-        found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=single))
+        # A question's answer is text for the model, never an approval: "yes" is an answer.
+        found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=Or(Eq(ask / "name", HANDOFF_INTERRUPT_NAME), single)))
+    if verdict is Verdict.REPLY and (decision.text or "").strip().lower() in HITL_TRUST:
+        # HumanInTheLoop with trust takes this reply for a Trust: only where Trust is offered
+        # (not under a quorum, all_of, a preview, or rules by content: ``engine.settle``).
+        trusts = Or(Not(Eq(ask / "name", HITL_INTERRUPT_NAME)), Contains(ask / "verdicts", Verdict.TRUST.value))
+        found.append(Rule(why=Refusal.NEEDS_APPROVE, holds=trusts))
     return tuple(found)
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, cast
 
-from engine import audit, previews, takeover
+from engine import audit, previews, rule_choice, takeover
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
 from engine.brake import CANCEL_CHECK_SECONDS, Brake
@@ -450,11 +450,19 @@ class RunEngine:
                     decided = takeover.sendable(reviewed.run)
                     # The approval binds to what its card said will happen: checked again now.
                     voided = await in_thread(previews.changed, decided, policy.previews, details=details_of)
-                    decided = [a for a in decided if a.key not in voided]
+                    # An Edit is judged by the rule its edited input falls under: moved, not sent.
+                    moved = await in_thread(
+                        rule_choice.moved_by_edit,
+                        decided,
+                        policy,
+                        now=self._clock(),
+                        default_expires_after=self._default_wait,
+                    )
+                    decided = [a for a in decided if a.key not in voided and a.key not in moved]
                     responses = [
                         (a.interrupt_id, response_for(a, a.decision, run_id=run.run_id)) for a in decided if a.decision
                     ]
-                    stale = stale_answers(reviewed.run)
+                    stale = stale_answers(reviewed.run, unsent=[*voided, *moved])
                     step = await self._pass(run, responses, stale=stale)
                     shown = await in_thread(previews.previews_for, step.raised, policy.previews, details=details_of)
                     now = self._clock()
@@ -468,6 +476,10 @@ class RunEngine:
                         go_on=auto_rounds < MAX_AUTO_ROUNDS,
                         voided=voided,
                         previews=shown,
+                        moved=moved,
+                        by_content=lambda raised: policy.by_content(
+                            name=raised.name, tool=raised.tool.name if raised.tool is not None else None
+                        ),
                     )
                     target = outcome.run.evolve(takeovers=0)
                     if target.status.leased:  # a rule decided: the lease is kept for the next pass

@@ -85,6 +85,7 @@ SOLO_ONLY = frozenset({"edit", "trust", "retry"})
 # What reads as a yes in a Reply (Strands' HumanInTheLoop evaluates a reply's text this way):
 # under a quorum such a Reply is refused with a pointer to Approve, whatever raised the ask.
 HITL_YES = frozenset({"y", "yes", "t", "trust"})
+HITL_TRUST = frozenset({"t", "trust"})  # what it takes for a Trust, when the intervention enables trust
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,6 +216,16 @@ class Policy:
             auto=override.auto,
             all_of=all_of,
         )
+
+    def by_content(self, *, name: str, tool: str | None) -> bool:
+        """Whether the terms of an ask about ``name`` (or ``tool``) depend on its content: a
+        rule of its ``asks`` entry has a ``when``. Then no Trust is offered (``engine.settle``):
+        HumanInTheLoop's Trust lets later calls of the tool run unasked, whatever rule their
+        content would fall under."""
+        key = tool if tool and tool in self.asks else name
+        rules = self.asks.get(key)
+        listed = () if rules is None else (rules,) if isinstance(rules, AskPolicy) else rules
+        return any(rule.when is not None for rule in listed)
 
 
 @dataclass(frozen=True, kw_only=True)

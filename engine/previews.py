@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -131,4 +132,11 @@ def _text(value: Any) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
+    text = _NOT_TEXT.sub("\ufffd", text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# A surrogate code point in a Python string is never text (UTF-8 cannot hold it): a preview
+# built from what a model wrote may carry one. Kept, it would break the ask's digest and its
+# storage; it is shown as the replacement character instead.
+_NOT_TEXT = re.compile("[\ud800-\udfff]")

@@ -15,6 +15,13 @@ applies (``strictest``), never an automatic approval, and the log says why once,
 ask is raised. A ``when`` runs in the pass, under the run's lease (renewed meanwhile): a slow
 one delays the pass, never a click's acknowledgement; one slower than ``SLOW_WHEN_SECONDS``
 is named in the log. It is not cut short (a thread cannot be stopped safely).
+
+An Edit changes the content the rule was chosen by. Right before a pass hands an Edit to
+the graph, the rules are asked again about the edited input (``moved_by_edit``): an edit
+they would put under another rule (say an amount past the one-approver threshold, or into
+an automatic rejection) is not sent. The ask is closed as changed and the graph, which gets
+no answer, asks again about the call it proposed: one person's edit never passes a rule
+that was not the one its card showed.
 """
 
 from __future__ import annotations
@@ -22,10 +29,14 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from engine.policy import AskPolicy
+from engine.policy import AskPolicy, AskRules
+
+if TYPE_CHECKING:
+    from engine.policy import Policy
+    from engine.records import Ask
 
 logger = logging.getLogger(__name__)
 
@@ -66,18 +77,20 @@ def label_of(rule: AskPolicy, *, index: int, name: str, listed: Sequence[AskPoli
 
 def strictest(listed: Sequence[AskPolicy]) -> AskPolicy:
     """The rule that lets the least through: an automatic rejection, else the rule asking
-    the most approvals (``all_of`` counted), from the most teams, from the fewest named
-    people; never an automatic approval (with only those, the graph's terms: a person decides)."""
+    the most approvals (an ``all_of`` rule: at least one per team), from the most teams,
+    from the fewest named people; never an automatic approval (with only those, the
+    graph's terms: a person decides)."""
     candidates = [r for r in listed if r.auto != "approve"]
     if not candidates:
         return AskPolicy()
 
     def severity(rule: AskPolicy) -> tuple[int, int, int, int, int]:
-        # all_of raises the approvals needed to its number (``Policy.rules_for``), and each
-        # of its entries must say yes: more entries, stricter.
-        named = rule.approvers is not None or bool(rule.all_of)
-        needed = max(rule.quorum or 1, len(rule.all_of or ()))
-        return (rule.auto == "reject", needed, len(rule.all_of or ()), named, -len(rule.approvers or ()))
+        # An all_of rule's quorum is at least its entries (``Policy.rules_for``), and one
+        # approval from each team is stricter than as many from anyone: it ranks above a
+        # rule naming people, though it names no approvers itself.
+        teams = len(rule.all_of or ())
+        named = rule.approvers is not None
+        return (rule.auto == "reject", max(rule.quorum or 1, teams), teams, named, -len(rule.approvers or ()))
 
     return max(candidates, key=severity)
 
@@ -95,3 +108,55 @@ def _failed(listed: Sequence[AskPolicy], *, name: str, index: int, why: str) -> 
         label or "the graph's terms",
     )
     return chosen, f"{label or 'graph terms'} ({FAIL_CLOSED})"
+
+
+def moved_by_edit(asks: Iterable[Ask], policy: Policy, *, now: float, default_expires_after: float) -> dict[str, str]:
+    """The asks decided by an Edit whose edited input the policy would judge by other terms
+    than those the ask was raised with, by key, with the rule it would fall under (its label).
+
+    Runs in the pass (the ``when`` functions are the graph author's code), right before the
+    answers are handed to the graph. An Edit of an ask whose call is unknown fails closed.
+    A Retry on a "may have acted" card sends its Edit again (``engine.takeover``): it is
+    judged the same way, under the terms the first card had.
+    """
+    moved: dict[str, str] = {}
+    for ask in asks:
+        edited = _edit_sent(ask)
+        if edited is None:
+            continue
+        if ask.tool is None or not isinstance(edited, dict):
+            moved[ask.key] = "unknown"
+            continue
+        terms = policy.rules_for(
+            name=ask.name, tool=ask.tool.name, now=now, default_expires_after=default_expires_after, details=edited
+        )
+        if _who_decides(terms) != _who_decides(ask.rules):
+            logger.warning(
+                "ask %s (%s): an edit moved the call from rule %r to rule %r; not sent, asked again",
+                ask.key,
+                ask.name,
+                ask.rules.label,
+                terms.label,
+            )
+            moved[ask.key] = terms.label or "the graph's terms"
+    return moved
+
+
+def _edit_sent(ask: Ask) -> Any:
+    """The edited input ``ask``'s answer would send the graph, if its answer sends one."""
+    from engine.records import Verdict
+
+    decision = ask.decision
+    if decision is None or decision.expired:
+        return None
+    if decision.verdict is Verdict.EDIT:
+        return decision.edited_input if decision.edited_input is not None else "unknown"
+    again = ask.retry_of.response if ask.retry_of is not None else None
+    if decision.verdict in (Verdict.RETRY, Verdict.APPROVE) and isinstance(again, dict) and "edited_input" in again:
+        return again["edited_input"]
+    return None
+
+
+def _who_decides(terms: AskRules) -> tuple[Any, ...]:
+    """The terms that say who decides and how (not the times, which depend on when it was asked)."""
+    return (terms.label, terms.approvers, terms.quorum, terms.all_of, terms.auto, terms.allow_self)

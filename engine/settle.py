@@ -26,6 +26,8 @@ MAX_ERROR_CHARS = 10_000
 MAX_REASON_CHARS = 16_000
 KEEP_FINISHED_ASKS = 50
 PREVIEW_CHANGED = "what will happen changed after the approval; not sent, asked again on a new card"
+EDIT_MOVED_KIND = "edit_moved_rule"  # the audit event of an Edit not sent (its card says why)
+EDIT_MOVED = "the edited call falls under rule {rule}, not {was}; the edit was not sent, asked again on a new card"
 
 _STATUS_AFTER = {
     StepStatus.INTERRUPTED: RunStatus.WAITING,
@@ -64,6 +66,8 @@ def settle(
     go_on: bool = False,
     voided: Collection[str] = (),
     previews: Mapping[tuple[str, str | None], Preview] | None = None,
+    moved: Mapping[str, str] | None = None,
+    by_content: Callable[[Raised], bool] | None = None,
 ) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
@@ -92,9 +96,13 @@ def settle(
     interrupt and node id): shown on the card and part of the digest. ``voided`` names
     approved asks that were not sent because their preview changed (``engine.previews``):
     they are closed as changed, and the graph, which got no answer, raised them again.
+    ``moved`` names Edits not sent because the edited call falls under another rule
+    (``engine.rule_choice.moved_by_edit``), with that rule: closed and asked again the same way.
+    ``by_content`` says whether an ask's rules choose by its content (``Policy.by_content``):
+    then it offers no Trust, which would let later calls run unasked under whatever rule.
     """
     asks = dict(claimed.asks)
-    for key in voided:  # approved, but what will happen changed: void, asked again
+    for key in [*voided, *(moved or {})]:  # approved, but not as shown or not by its rule: asked again
         asks[key] = ask_to(asks[key], AskStatus.OBSOLETE, cause=Cause.PASS, closed=Closed.CHANGED, decision=None)
     for key in sent:
         if asks[key].interrupt_id in stale:  # forgotten after an Edit of its call: void, asked again
@@ -127,7 +135,11 @@ def settle(
         # Edit and Trust only for one person's say (nor under all_of: ``engine.decision_rules``),
         # and never under a preview: an edited call's preview was never shown.
         solo = rules.quorum == 1 and not rules.all_of and preview is None
-        verdicts = tuple(v for v in raised.verdicts if solo or v.value not in SOLO_ONLY)
+        # Nor Trust where the rules choose by content: later calls would run under none of them.
+        trust = solo and not (by_content is not None and by_content(raised))
+        verdicts = tuple(
+            v for v in raised.verdicts if (solo or v.value not in SOLO_ONLY) and (trust or v is not Verdict.TRUST)
+        )
         new_asks.append(
             Ask(
                 key=new_ask_key([*asks, *(a.key for a in new_asks)]),
@@ -165,6 +177,15 @@ def settle(
     keep_state = not status.terminal
     events = [AuditEvent(at=now, kind="resumed", text=f"{len(sent)} answer(s) sent to the graph")] if sent else []
     events += [AuditEvent(at=now, kind="preview_changed", ask=k, text=PREVIEW_CHANGED) for k in voided]
+    events += [
+        AuditEvent(
+            at=now,
+            kind=EDIT_MOVED_KIND,
+            ask=k,
+            text=EDIT_MOVED.format(rule=rule, was=claimed.asks[k].rules.label or "the graph's terms"),
+        )
+        for k, rule in (moved or {}).items()
+    ]
     events += [AuditEvent(at=now, kind="asked", ask=a.key, text=_asked_text(a)) for a in new_asks]
     events += [AuditEvent(at=now, kind="auto_decided", ask=a.key, text=auto_text(a)) for a in auto]
     if status is RunStatus.CANCELLED:
@@ -265,7 +286,7 @@ def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
     return {k: a for k, a in asks.items() if k not in drop}
 
 
-def stale_answers(run: Run) -> list[str]:
+def stale_answers(run: Run, *, unsent: Collection[str] = ()) -> list[str]:
     """Interrupt ids whose answers must be forgotten because an Edit of their call is sent now.
 
     An answer counts for the edited call only if it approves exactly the input that will
@@ -276,10 +297,12 @@ def stale_answers(run: Run) -> list[str]:
     ``settle`` closes their old cards as changed. When several different Edits of one call
     arrive together, the first recorded wins and the others are forgotten like the rest.
     Closed asks hold nothing (a closed ask may share its interrupt id with the ask that
-    replaced it), so they are left alone.
+    replaced it), so they are left alone. An Edit in ``unsent`` (not handed to the graph)
+    changes nothing.
     """
     winners: dict[str, Ask] = {}
-    for ask in sorted(run.decided_asks(), key=lambda a: (a.decision.at if a.decision else 0.0, a.key)):
+    decided = [a for a in run.decided_asks() if a.key not in unsent]
+    for ask in sorted(decided, key=lambda a: (a.decision.at if a.decision else 0.0, a.key)):
         tool_use_id = gated_tool_use_id(ask.interrupt_id)
         if ask.decision is not None and ask.decision.verdict is Verdict.EDIT and tool_use_id is not None:
             winners.setdefault(tool_use_id, ask)

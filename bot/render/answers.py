@@ -75,8 +75,10 @@ def refusal_text(refusal: Refusal, ask: Ask) -> str:
         return (
             f"You already approved this; it needs {quorum} approvals from different people ({len(ask.votes)} so far)."
         )
-    if refusal is Refusal.NEEDS_APPROVE and ask.preview is not None and quorum == 1:
-        return "Use Approve: an approval is checked against what will happen, a reply is not; nothing was recorded."
+    if refusal is Refusal.NEEDS_APPROVE and quorum == 1 and not ask.rules.all_of and ask.preview is not None:
+        return "Your approval is bound to what this card says will happen; use Approve (a reply cannot approve)."
+    if refusal is Refusal.NEEDS_APPROVE and quorum == 1 and not ask.rules.all_of:
+        return "A reply cannot trust this tool for later calls here; use Approve for this one."
     if refusal is Refusal.NEEDS_APPROVE:
         return f"This needs {quorum} approvals; use Approve (a reply cannot approve on its own)."
     if refusal is Refusal.EXPIRED:

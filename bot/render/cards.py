@@ -57,6 +57,7 @@ from bot.render.titles import card_title, hitl_why, mention_id, mention_ids, sti
 from bot.render.values import value_blocks
 from engine.policy import APPROVING
 from engine.records import Ask, Closed, Run, RunStatus, Verdict
+from engine.settle import EDIT_MOVED_KIND
 from engine.sources import HITL_INTERRUPT_NAME, is_question
 
 DEFAULT_VERDICTS: tuple[Verdict, ...] = (Verdict.APPROVE, Verdict.REJECT, Verdict.REPLY)
@@ -209,6 +210,11 @@ def obsolete_card(*, run: Run, ask: Ask, kind_label: str | None = None) -> Rende
     if ask.closed is Closed.CHANGED and ask.preview is not None:
         note = (
             "What this card showed changed before the step ran, so no answer to it is used; a new card below asks again"
+        )
+    elif ask.closed is Closed.CHANGED and any(e.kind == EDIT_MOVED_KIND and e.ask == ask.key for e in run.audit):
+        note = (
+            "The edited call falls under another rule than this card's, so the edit was not sent; "
+            "a new card below asks about the call as proposed"
         )
     elif ask.closed is Closed.CHANGED:
         note = "The question changed before this card was answered; a new card below asks it again"

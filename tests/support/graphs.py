@@ -516,3 +516,69 @@ def payout_preview(details: dict[str, Any]) -> dict[str, str]:
 )
 def payout_preview_graph() -> Graph:
     return payout_rules()
+
+
+# -- hitl-preview: HumanInTheLoop (trust enabled) under a preview the approval binds to ----------
+
+
+def table_preview(details: dict[str, Any]) -> str:
+    """What dropping the table will do: its row count, from ``<markers>.rows`` (a test moves it)."""
+    path = os.environ.get("APPROVAL_BOT_TEST_MARKERS")
+    rows = "0"
+    if path and os.path.exists(path + ".rows"):
+        with open(path + ".rows", encoding="utf-8") as handle:
+            rows = handle.read().strip()
+    return f"drops table {details.get('name')} with {rows} rows"
+
+
+@graph_def(
+    "hitl-preview",
+    description="HumanInTheLoop with trust, whose card shows what dropping the table will do",
+    approvers=["U0ALICE", "U0BOB"],
+    previews={"drop_named_table": table_preview},
+)
+def hitl_preview() -> Graph:
+    agent = Agent(
+        name="dba",
+        model=ScriptedModel(
+            [
+                lambda m: call("drop_named_table", name=graph_task(m)),
+                lambda m: say(f"dba: {latest_tool_result_text(m)}"),
+            ],
+            id_prefix="tu_dba",
+        ),
+        tools=[drop_named_table],
+        interventions=[HumanInTheLoop(enable_trust=True)],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "dba")
+    return _bounded(builder)
+
+
+# -- hitl-rules: HumanInTheLoop (trust enabled) on send_payout under rules by amount ------------
+
+
+@graph_def(
+    "hitl-rules",
+    description="HumanInTheLoop with trust on two payouts, a small one then a big one, under rules by amount",
+    asks={"send_payout": PAYOUT_RULES},
+)
+def hitl_rules() -> Graph:
+    agent = Agent(
+        name="payer",
+        model=ScriptedModel(
+            [
+                lambda m: call("send_payout", amount=100),
+                lambda m: call("send_payout", amount=5000),
+                lambda m: say(f"payer: {latest_tool_result_text(m)}"),
+            ],
+            id_prefix="tu_hpay",
+        ),
+        tools=[send_payout],
+        interventions=[HumanInTheLoop(enable_trust=True)],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "payer")
+    return _bounded(builder)
