@@ -64,6 +64,7 @@ def settle(
     go_on: bool = False,
     voided: Collection[str] = (),
     previews: Mapping[tuple[str, str | None], Preview] | None = None,
+    trace: str | None = None,
 ) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
@@ -92,6 +93,9 @@ def settle(
     interrupt and node id): shown on the card and part of the digest. ``voided`` names
     approved asks that were not sent because their preview changed (``engine.previews``):
     they are closed as changed, and the graph, which got no answer, raised them again.
+
+    ``trace`` is the context of the pass's span when it is traced (``engine.tracing``):
+    each new ask keeps it, so its own span can hang under the pass that raised it.
     """
     asks = dict(claimed.asks)
     for key in voided:  # approved, but what will happen changed: void, asked again
@@ -142,6 +146,7 @@ def settle(
                 tool=raised.tool,
                 rules=rules,
                 preview=preview,
+                trace=trace,
             )
         )
 
@@ -257,8 +262,12 @@ def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
     """Keep the record bounded in long and cyclic runs: answered asks only matter to
     their cards, which already show the answer."""
     finished = [a for a in asks.values() if a.status in (AskStatus.CONSUMED, AskStatus.OBSOLETE) and not a.card_owed]
-    # A finished ask's card already shows its tool call; the record need not keep it.
-    asks = {k: replace(a, tool=None) if a in finished and a.tool is not None else a for k, a in asks.items()}
+    # A finished ask's card already shows its tool call, and its span was emitted as it
+    # finished (``engine.tracing``): the record need not keep either.
+    asks = {
+        k: replace(a, tool=None, trace=None) if a in finished and (a.tool is not None or a.trace is not None) else a
+        for k, a in asks.items()
+    }
     if len(finished) <= KEEP_FINISHED_ASKS:
         return asks
     drop = {a.key for a in sorted(finished, key=lambda a: a.created_at)[: len(finished) - KEEP_FINISHED_ASKS]}
