@@ -169,16 +169,21 @@ def _emit(tracer: Tracer, *, run: Run, ask: Ask, trace: str, resumed: Span | Non
 
 
 def _tracer() -> Tracer | None:
-    """The engine's tracer on the global provider, or None when none is configured."""
-    from opentelemetry import trace
+    """The engine's tracer on the global provider, or None when none is configured (or a
+    provider fails: a pass is never stopped by its trace)."""
+    try:
+        from opentelemetry import trace
 
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            return None
+        tracer = provider.get_tracer(SCOPE)
+        ids = getattr(tracer, "id_generator", None)  # the SDK's; other providers keep theirs
+        if ids is not None and not isinstance(ids, _ChosenIds):
+            tracer.id_generator = _ChosenIds(ids)  # type: ignore[attr-defined]
+    except Exception:
+        logger.warning("no tracer: the engine's spans are left out", exc_info=True)
         return None
-    tracer = provider.get_tracer(SCOPE)
-    ids = getattr(tracer, "id_generator", None)  # the SDK's; other providers keep theirs
-    if ids is not None and not isinstance(ids, _ChosenIds):
-        tracer.id_generator = _ChosenIds(ids)  # type: ignore[attr-defined]
     return tracer
 
 
