@@ -231,6 +231,10 @@ class Ask:
     # What will happen if it is approved (``engine.previews``): text, or a flat table. Part
     # of the digest; an approval is handed to the graph only while it still holds.
     preview: str | dict[str, str] | None = None
+    # The trace context of the pass that raised it (``<trace id>-<span id>``, hex), when
+    # that pass was traced: the ask's span, emitted once it is answered or closed, hangs
+    # under it (``engine.tracing``). 49 characters, and absent when tracing is off.
+    trace: str | None = None
 
     @property
     def view(self) -> str:
@@ -299,6 +303,8 @@ class Ask:
             data["retry_of"] = self.retry_of.to_dict()
         if self.preview is not None:
             data["preview"] = self.preview
+        if self.trace is not None:
+            data["trace"] = self.trace
         return data
 
     def next_deadline(self) -> float | None:
@@ -357,6 +363,7 @@ class Ask:
             handed=data.get("handed"),
             retry_of=RetryOf.from_dict(data["retry_of"]) if data.get("retry_of") else None,
             preview=data.get("preview"),
+            trace=data.get("trace"),
         )
 
 

@@ -61,7 +61,7 @@ async def test_an_approval_binds_to_the_preview_its_card_showed(
     response = await user.submit_view(
         view=views[-1], values={TEXT_BLOCK_ID: {TEXT_ACTION_ID: "yes"}}, user_id="U0ALICE"
     )
-    assert "Use Approve" in json.dumps(response.body), response.body
+    assert "use Approve" in json.dumps(response.body), response.body
     (pending,) = run_of(backend.open_store(), local_slack).asks.values()
     assert pending.status is AskStatus.PENDING and pending.decision is None
 
