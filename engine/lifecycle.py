@@ -477,9 +477,7 @@ class RunEngine:
                         voided=voided,
                         previews=shown,
                         moved=moved,
-                        by_content=lambda raised: policy.by_content(
-                            name=raised.name, tool=raised.tool.name if raised.tool is not None else None
-                        ),
+                        by_content=lambda raised: policy.by_content(name=raised.name, tool=raised.gated_tool),
                     )
                     target = outcome.run.evolve(takeovers=0)
                     if target.status.leased:  # a rule decided: the lease is kept for the next pass
@@ -556,9 +554,11 @@ class RunEngine:
             return Policy()
 
     def _rules(self, policy: Policy, raised: Raised, *, now: float) -> AskRules:
-        tool = raised.tool.name if raised.tool is not None else None
+        # A gated call is judged by its tool's rules and its input as it will run, also when
+        # it is too big to keep on the card (a padded call must not fall to the graph's terms).
+        details = raised.tool_input if isinstance(raised.tool_input, dict) else details_of(raised)
         return policy.rules_for(
-            name=raised.name, tool=tool, now=now, default_expires_after=self._default_wait, details=details_of(raised)
+            name=raised.name, tool=raised.gated_tool, now=now, default_expires_after=self._default_wait, details=details
         )
 
     async def _announced(self, run: Run) -> Run:

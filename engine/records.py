@@ -231,6 +231,14 @@ class Ask:
     # What will happen if it is approved (``engine.previews``): text, or a flat table. Part
     # of the digest; an approval is handed to the graph only while it still holds.
     preview: str | dict[str, str] | None = None
+    # The gated tool's name when its call was too big to keep (``tool`` is None then): its
+    # rules and preview are keyed by it (``engine.policy``, ``engine.previews``).
+    tool_name: str | None = None
+
+    @property
+    def gated_tool(self) -> str | None:
+        """The name of the tool this ask gates, if any, whether or not its call is kept."""
+        return self.tool.name if self.tool is not None else self.tool_name
 
     @property
     def view(self) -> str:
@@ -299,6 +307,8 @@ class Ask:
             data["retry_of"] = self.retry_of.to_dict()
         if self.preview is not None:
             data["preview"] = self.preview
+        if self.tool_name is not None:
+            data["tool_name"] = self.tool_name
         return data
 
     def next_deadline(self) -> float | None:
@@ -357,6 +367,7 @@ class Ask:
             handed=data.get("handed"),
             retry_of=RetryOf.from_dict(data["retry_of"]) if data.get("retry_of") else None,
             preview=data.get("preview"),
+            tool_name=data.get("tool_name"),
         )
 
 
