@@ -35,10 +35,13 @@ from localslack import LocalSlack, LocalSlackUser
 
 CHANNEL = "C0DEMO"
 CHANNELS = {CHANNEL: "demo"}
-# Who is in the demo channel: you, who start runs, and two teammates who approve them.
-# ``graph_defs.examples.payout`` names alice and bob as its approvers by these ids.
+# Who is in the demo channel: you, who start runs, and teammates who approve them.
+# ``graph_defs.examples.payout`` names alice and bob as its approvers by these ids, and
+# needs one approval from finance and one from legal for a large payout: the user groups
+# below, which the demo's local Slack has (``@finance`` is alice and bob, ``@legal`` dana).
 YOU = "U0YOU"
-USERS = {YOU: "you", "U0ALICE": "alice", "U0BOB": "bob"}
+USERS = {YOU: "you", "U0ALICE": "alice", "U0BOB": "bob", "U0DANA": "dana"}
+GROUPS = {"S0FINANCE": ("finance", ("U0ALICE", "U0BOB")), "S0LEGAL": ("legal", ("U0DANA",))}
 VERBS = ("approve", "reject", "reply", "trust", "retry", "edit")
 HELP = """\
 Start a run:    /graph run deploy billing 1.2.3   (/graph list, /graph help)
@@ -47,10 +50,12 @@ Answer card N:  approve N | reject N [reason] | reply N <text>
 Your Home tab:  home shows what waits for you, by card number; answer there:
                 home approve N | home reject N [reason] | home reply N <text>
 Run N:          /graph status N | /graph audit N | /graph cancel N
-Switch user:    as alice | as bob | as you   (as alone: who is who)
+Switch user:    as alice | as bob | as dana | as you   (as alone: who is who)
 Who decides:    anyone but whoever started the run (they may only reject):
                 start as you, approve as alice. /graph run payout 900 EUR
-                to acme needs both alice and bob.
+                to acme needs both alice and bob; under 50 EUR the rule
+                approves it; from 1000 EUR, one of @finance (alice, bob)
+                and dana of @legal.
 Also:           cards | /graph pending | help | quit (or Ctrl-D)"""
 # The metadata ``what`` of a run's last message (engine.ports.FINAL; the demo imports only
 # bot and localslack, and tests/demo checks the two agree).
@@ -91,7 +96,8 @@ class DemoSession:
 
     def name(self, some_id: str) -> str:
         """A user's name (or a channel's): what Slack shows for ``<@U…>`` and ``<#C…>``."""
-        return USERS.get(some_id) or CHANNELS.get(some_id) or some_id
+        group = GROUPS.get(some_id)
+        return USERS.get(some_id) or CHANNELS.get(some_id) or (group[0] if group else some_id)
 
     def summary(self) -> str:
         """``2 runs finished, 1 failed, 1 waiting``: how the runs ended (kinds that none did are left out)."""

@@ -81,6 +81,8 @@ def _entity(inner: str, user_name: Callable[[str], str]) -> str:
         return "@" + (label.lstrip("@") or user_name(target[1:]))
     if target.startswith("#"):  # <#C123|general>, or <#C123>: its name, where the demo knows it
         return "#" + (label or user_name(target[1:]))
+    if target.startswith("!subteam^") and not label:  # <!subteam^S1>: the group's handle, where the demo knows it
+        return "@" + user_name(target.removeprefix("!subteam^"))
     if target.startswith("!"):  # <!subteam^S1|@group>, <!here>, <!date^…|fallback>
         return label or ("@" + target[1:].split("^")[0])
     if not label or label == target:

@@ -66,8 +66,9 @@ _OFFLINE = {
 
 # The walk-through: you start runs and your teammates decide them (a run's starter may
 # reject its asks but not approve them), one of them from his App Home tab, then the
-# payout graph's policy: two named approvers, one approval each, and not the requester.
-# Each run's status message shows its nodes as they go.
+# payout graph's rules by amount: a small payout approved by its rule with no card, and
+# a large one whose card shows what it will pay and needs one approval from finance and
+# one from legal (two from finance never do). Each run's status message shows its nodes.
 SCRIPT = [
     "/graph list",
     "/graph run deploy billing 1.2.3",
@@ -83,14 +84,16 @@ SCRIPT = [
     "as you",
     "/graph run cleanup remove the old staging databases",
     "reject 4 not before the audit",
-    "/graph run payout 900 EUR to acme",
+    "/graph run payout 20 EUR to acme",  # the rule "small" approves it: one line, no card
+    "/graph run payout 1200 EUR to acme",  # card 5: what it will pay; finance and legal
     "approve 5",  # refused: you started it
     "as alice",
-    "approve 5",  # 1 of 2
-    "approve 5",  # refused: alice's approval counts once
+    "approve 5",  # counts for finance; still needed: one from legal
     "as bob",
-    "approve 5",  # 2 of 2: the payout is sent
-    "/graph audit 4",  # run 4's trail: who did what, card 5 by its number
+    "approve 5",  # refused: finance has approved, legal has not
+    "as dana",
+    "approve 5",  # legal: the payout is sent
+    "/graph audit 5",  # run 5's trail: who did what, for which team
 ]
 RUNS = sum(1 for line in SCRIPT if line.startswith("/graph run "))
 

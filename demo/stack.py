@@ -18,8 +18,16 @@ from aiohttp import web
 from bot.server import build_web_app
 from bot.services import Services, build_services
 from bot.settings import Settings
-from demo.commands import CHANNELS, USERS
+from demo.commands import CHANNELS, GROUPS, USERS
 from localslack import LocalSlack, LocalSlackUser
+
+
+def demo_slack() -> LocalSlack:
+    """The demo's local Slack: its users, its channel, and the user groups the payout example names."""
+    slack = LocalSlack(users=USERS, channels=CHANNELS)
+    for group, (handle, members) in GROUPS.items():
+        slack.set_usergroup(group, members, handle=handle)
+    return slack
 
 
 class Stack:
@@ -33,7 +41,7 @@ class Stack:
         self, *, state: str, slack: LocalSlack | None = None, settings: Mapping[str, Any] | None = None
     ) -> None:
         self.state = state
-        self.slack = slack or LocalSlack(users=USERS, channels=CHANNELS)
+        self.slack = slack or demo_slack()
         self._settings = dict(settings or {})
         self.services: Services | None = None
         self._runner: web.AppRunner | None = None

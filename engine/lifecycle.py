@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, cast
 
-from engine import audit, previews, rule_choice, takeover
+from engine import audit, previews, rule_choice, takeover, tracing
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
 from engine.brake import CANCEL_CHECK_SECONDS, Brake
@@ -434,6 +434,7 @@ class RunEngine:
                 if run.snapshot is None and run.state_ref is not None:
                     run = run.evolve(snapshot=await self._io(self._store.fetch_state, run))
                 unposted: set[str] = set()
+                traced = tracing.PassTrace()
                 if run.cancelled_by:  # cancelled while its holder died: end it, run nothing
                     target = cancelled_record(run, now=self._clock())
                     unposted = {FINAL}
@@ -463,7 +464,9 @@ class RunEngine:
                         (a.interrupt_id, response_for(a, a.decision, run_id=run.run_id)) for a in decided if a.decision
                     ]
                     stale = stale_answers(reviewed.run, unsent=[*voided, *moved])
-                    step = await self._pass(run, responses, stale=stale)
+                    with tracing.pass_span(run=run, answering=decided) as traced:
+                        step = await self._pass(run, responses, stale=stale)
+                        traced.ended(step.status.value)
                     shown = await in_thread(previews.previews_for, step.raised, policy.previews, details=details_of)
                     now = self._clock()
                     outcome = settle(
@@ -478,6 +481,7 @@ class RunEngine:
                         previews=shown,
                         moved=moved,
                         by_content=lambda raised: policy.by_content(name=raised.name, tool=raised.gated_tool),
+                        trace=traced.context,
                     )
                     target = outcome.run.evolve(takeovers=0)
                     if target.status.leased:  # a rule decided: the lease is kept for the next pass
@@ -502,6 +506,7 @@ class RunEngine:
             if not landed:
                 return saved
             audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
+            tracing.asks_finished(run, saved, by=traced)
             if saved.status.leased and saved.lease_owner == run.lease_owner:
                 going_on = saved.evolve(snapshot=saved.snapshot or target.snapshot)
                 going_on = await self._courier.auto_lines(going_on, unposted=unposted)
@@ -543,6 +548,7 @@ class RunEngine:
         saved = await self._io(self._store.save, stopped, expected_version=run.version)
         logger.error("run %s: %s", run.run_id, saved.error)
         audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
+        tracing.asks_finished(run, saved)
         with self._work():
             return await self._courier.deliver(saved, unposted={FINAL})
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from engine import audit
+from engine import audit, tracing
 from engine.audit import AuditEvent, appended
 from engine.crash import crash_point
 from engine.delivery import Courier
@@ -187,6 +187,7 @@ class Oversight:
             except VersionConflict:
                 continue
             audit.log(run_id, [e for e in saved.audit if e not in run.audit])
+            tracing.asks_finished(run, saved)
             crash_point("cancel_saved")
             if held:
                 return Cancelled(outcome=CancelOutcome.STOPPING, ran=what_ran(saved))

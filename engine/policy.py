@@ -68,7 +68,7 @@ class Refusal(StrEnum):
     NOT_APPROVER = "not_approver"  # not in the ask's approvers
     SELF_APPROVAL = "self_approval"  # started the run, and the policy forbids approving it
     ALREADY_APPROVED = "already_approved"  # a second approval by the same person under a quorum
-    NEEDS_APPROVE = "needs_approve"  # a reply reading "yes" under a quorum: only Approve counts
+    NEEDS_APPROVE = "needs_approve"  # a reply reading "yes" under a quorum or a preview: only Approve counts
     EXPIRED = "expired"  # past its expiry; the sweeper has not got to it yet
     NOT_IN_CHANNEL = "not_in_channel"  # the ask is open to the run's channel; not shown to be in it
     # The ask needs one approval from each of several groups (``all_of``) and the caller has

@@ -83,7 +83,8 @@ def bounded(value: Any) -> Preview:
     """A preview in the one shape the record keeps: cut text, or a flat table of text."""
     if isinstance(value, Mapping):
         rows = list(value.items())
-        table = {_cut(str(k), MAX_KEY_CHARS): _cut(_text(v), MAX_VALUE_CHARS) for k, v in rows[:MAX_ROWS]}
+        # A blank key would be an attribute name DynamoDB refuses, and shows nothing anyway.
+        table = {_cut(str(k), MAX_KEY_CHARS) or "(blank)": _cut(_text(v), MAX_VALUE_CHARS) for k, v in rows[:MAX_ROWS]}
         if len(rows) > MAX_ROWS:
             table["…"] = f"{len(rows) - MAX_ROWS} more rows"
         return table

@@ -234,6 +234,10 @@ class Ask:
     # The gated tool's name when its call was too big to keep (``tool`` is None then): its
     # rules and preview are keyed by it (``engine.policy``, ``engine.previews``).
     tool_name: str | None = None
+    # The trace context of the pass that raised it (``<trace id>-<span id>``, hex), when
+    # that pass was traced: the ask's span, emitted once it is answered or closed, hangs
+    # under it (``engine.tracing``). 49 characters, and absent when tracing is off.
+    trace: str | None = None
 
     @property
     def gated_tool(self) -> str | None:
@@ -309,6 +313,8 @@ class Ask:
             data["preview"] = self.preview
         if self.tool_name is not None:
             data["tool_name"] = self.tool_name
+        if self.trace is not None:
+            data["trace"] = self.trace
         return data
 
     def next_deadline(self) -> float | None:
@@ -368,6 +374,7 @@ class Ask:
             retry_of=RetryOf.from_dict(data["retry_of"]) if data.get("retry_of") else None,
             preview=data.get("preview"),
             tool_name=data.get("tool_name"),
+            trace=data.get("trace"),
         )
 
 

@@ -68,6 +68,7 @@ def settle(
     previews: Mapping[tuple[str, str | None], Preview] | None = None,
     moved: Mapping[str, str] | None = None,
     by_content: Callable[[Raised], bool] | None = None,
+    trace: str | None = None,
 ) -> Outcome:
     """The record to save after ``step``, given the asks whose answers were ``sent``.
 
@@ -100,6 +101,9 @@ def settle(
     (``engine.rule_choice.moved_by_edit``), with that rule: closed and asked again the same way.
     ``by_content`` says whether an ask's rules choose by its content (``Policy.by_content``):
     then it offers no Trust, which would let later calls run unasked under whatever rule.
+
+    ``trace`` is the context of the pass's span when it is traced (``engine.tracing``):
+    each new ask keeps it, so its own span can hang under the pass that raised it.
     """
     asks = dict(claimed.asks)
     for key in [*voided, *(moved or {})]:  # approved, but not as shown or not by its rule: asked again
@@ -155,6 +159,7 @@ def settle(
                 rules=rules,
                 preview=preview,
                 tool_name=raised.gated_tool if raised.tool is None else None,
+                trace=trace,
             )
         )
 
@@ -279,8 +284,12 @@ def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
     """Keep the record bounded in long and cyclic runs: answered asks only matter to
     their cards, which already show the answer."""
     finished = [a for a in asks.values() if a.status in (AskStatus.CONSUMED, AskStatus.OBSOLETE) and not a.card_owed]
-    # A finished ask's card already shows its tool call; the record need not keep it.
-    asks = {k: replace(a, tool=None) if a in finished and a.tool is not None else a for k, a in asks.items()}
+    # A finished ask's card already shows its tool call, and its span was emitted as it
+    # finished (``engine.tracing``): the record need not keep either.
+    asks = {
+        k: replace(a, tool=None, trace=None) if a in finished and (a.tool is not None or a.trace is not None) else a
+        for k, a in asks.items()
+    }
     if len(finished) <= KEEP_FINISHED_ASKS:
         return asks
     drop = {a.key for a in sorted(finished, key=lambda a: a.created_at)[: len(finished) - KEEP_FINISHED_ASKS]}

@@ -69,10 +69,16 @@ def is_question(name: str) -> bool:
 
 
 def question_terms(name: str, rules: AskRules) -> AskRules:
-    """The terms an ask is raised with: a question's answer is one person's, so a quorum
-    does not apply to it (several people cannot co-write one answer; who may answer is
-    still the policy's approvers, or the channel)."""
-    return replace(rules, quorum=1) if is_question(name) and rules.quorum != 1 else rules
+    """The terms an ask is raised with: a question's answer is one person's, so neither a
+    quorum nor ``all_of`` applies to it (several people cannot co-write one answer; who may
+    answer is still the policy's approvers and ``all_of`` entries, or the channel), and no
+    rule answers it by itself (``auto``): the agent asked a person, so a person answers."""
+    if not is_question(name):
+        return rules
+    people = rules.approvers
+    if rules.all_of:  # those entries may answer (only they, when no approvers are named)
+        people = (*(people or ()), *(i for i in rules.all_of if i not in (people or ())))
+    return replace(rules, quorum=1, all_of=(), auto=None, approvers=people)
 
 
 def gated_tool_use_id(interrupt_id: str) -> str | None:

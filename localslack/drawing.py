@@ -253,9 +253,35 @@ def _block(canvas: Canvas, block: Mapping[str, Any], *, names: Mapping[str, str]
             if element.get("type") == "button":
                 x += canvas.button(x=x, label=element["text"]["text"], style=element.get("style")) + 8
         canvas.y += 32
+    elif kind == "table":
+        _table(canvas, block, width=width)
     else:
         canvas.y += canvas.text([Run(text=f"[{kind}]")], x=LEFT, width=width, size=13, color=GREY)
     canvas.y += 8
+
+
+def _table(canvas: Canvas, block: Mapping[str, Any], *, width: float) -> None:
+    """A ``table`` block as Slack draws one: cells in a ruled grid, columns of equal width
+    (the bot's tables have two: what, and its value). Only ``raw_text`` cells are read."""
+    rows = [[str(c.get("text") or "") for c in row if isinstance(c, Mapping)] for row in block.get("rows") or []]
+    columns = max((len(row) for row in rows), default=0)
+    if not columns:
+        return
+    column, top = width / columns, canvas.y
+    for row in rows:
+        canvas.y += 6
+        heights = [
+            canvas.text([Run(text=cell)], x=LEFT + 8 + i * column, width=column - 16, size=14)
+            for i, cell in enumerate(row)
+        ]
+        canvas.y += max(heights) + 6
+        canvas.parts.append(f'<line x1="{LEFT}" x2="{LEFT + width}" y1="{canvas.y}" y2="{canvas.y}" stroke="#dddddd"/>')
+    for i in range(1, columns):
+        x = LEFT + i * column
+        canvas.parts.append(f'<line x1="{x}" x2="{x}" y1="{top}" y2="{canvas.y}" stroke="#dddddd"/>')
+    canvas.parts.append(
+        f'<rect x="{LEFT}" y="{top}" width="{width}" height="{canvas.y - top}" rx="4" fill="none" stroke="#dddddd"/>'
+    )
 
 
 def _runs(text: Mapping[str, Any], *, names: Mapping[str, str]) -> list[Run]:

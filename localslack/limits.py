@@ -171,6 +171,8 @@ class _Checker:
                 self.text(block["title"], "image.title", f"{path}/title", plain=True)
         elif kind == "markdown":
             self.length(block.get("text"), "markdown.text", f"{path}/text")
+        elif kind == "table" and path.startswith("/view/"):
+            self.err(f"{path}/type", "unsupported block type for this surface: 'table' (messages only)")
         elif kind == "table":
             self.table(block.get("rows"), f"{path}/rows")
 

@@ -277,7 +277,11 @@ def decided_outcome(ask: Ask) -> str:
         return f"{_OUTCOMES[decision.verdict]} by the rule {escape(decision.policy)} · {when}"
     if decision.verdict.value in APPROVING and (ask.votes or ask.rules.quorum > 1):
         approvers = list(dict.fromkeys([*ask.voters(), decision.user]))
-        count = f" · {len(approvers)} of {ask.rules.quorum} approvals" if ask.rules.quorum > 1 else ""
+        # More approvals than the quorum (all_of waited for a team): the count says so, no "3 of 2".
+        total = max(len(approvers), ask.rules.quorum)
+        count = f" · {len(approvers)} of {total} approvals" if ask.rules.quorum > 1 else ""
+        if len(approvers) > ask.rules.quorum and ask.rules.all_of:
+            count = f" · {len(approvers)} approvals, one from each of {len(ask.rules.all_of)} teams"
         return f"{_OUTCOMES[decision.verdict]} by {_people(approvers, joiner='and')} · {when}{count}"
     said = _MAY_HAVE_ACTED_OUTCOMES if ask.retry_of is not None else _OUTCOMES
     said = QUESTION_OUTCOMES if is_question(ask.name) else said

@@ -67,7 +67,8 @@ def home_view(
 
 def _ask_blocks(run: Run, ask: Ask, *, link: Link) -> list[dict[str, Any]]:
     rendered = cards.ask_card(run=run, ask=ask, verdicts=ask.verdicts)
-    blocks = [dict(b, block_id=f"home:{run.run_id}:{b['block_id']}") if "block_id" in b else b for b in rendered.blocks]
+    shown = rendered.plain_blocks or rendered.blocks  # tables are for messages only, not views
+    blocks = [dict(b, block_id=f"home:{run.run_id}:{b['block_id']}") if "block_id" in b else b for b in shown]
     where = link(run, ask)
     channel = f"<#{run.channel}>" if run.channel else "its channel"
     blocks.append(_context(f"<{where}|Open the card> in {channel}" if where else f"The card is in {channel}."))

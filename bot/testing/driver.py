@@ -154,6 +154,25 @@ class Driver:
             raise Refused(notice)
         return run_id
 
+    async def typed(self, text: str, *, user: str, timeout: float) -> str:
+        """``/graph <text>`` by ``user``: what the bot answered only to them (at once, or later
+        through the command's response_url, as ``stats``, ``pending`` and ``runs`` do)."""
+        response = await self._user.slash_command(
+            text=text, user_id=user, channel_id=self.channel, command=self.command
+        )
+        sent = self._sent.sent[-1]
+        if response.status != 200:
+            raise RehearsalError(f"the bot answered HTTP {response.status} to {self.command} {text!r}")
+        said = response.body.get("text") if isinstance(response.body, dict) else response.body
+        if said:
+            return shown.plain_text({"text": str(said)})
+        url = str(sent["response_url"])
+
+        async def failing() -> str:
+            return f"no answer to {self.command} {text!r} within {timeout:g} s"
+
+        return await self.wait(lambda: self.notice(url), timeout=timeout, failing=failing)
+
     async def next_card(self, run_id: str, *, returned: set[str], timeout: float) -> dict[str, Any]:
         """The first live card of the run not yet returned, in posting order."""
 

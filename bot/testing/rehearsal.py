@@ -94,6 +94,11 @@ class Rehearsal:
         run_id = self._call(lambda d: d.start(task, user=user, timeout=timeout), timeout=timeout)
         return RehearsedRun(id=run_id, _loop=self._call)
 
+    def command(self, text: str, *, user: str, timeout: float = START_TIMEOUT) -> str:
+        """What the bot answers ``user`` alone to ``/graph <text>`` (``stats``, ``pending``,
+        ``runs``, ``status <run>``…), as plain text. A ``run`` is what ``start`` is for."""
+        return self._call(lambda d: d.typed(text, user=user, timeout=timeout), timeout=timeout)
+
     def __enter__(self) -> Self:
         if not _ONE_AT_A_TIME.acquire(blocking=False):
             raise RuntimeError("another Rehearsal is running in this process; use one at a time")

@@ -1,33 +1,49 @@
-"""``payout``: money leaves only when two named approvers say yes, and never on its requester's word.
+"""``payout``: money leaves under rules by amount, never on its requester's word alone.
 
 What a team uses it for: ``/graph run payout 1200 EUR to acme``. A planner writes down
 what will be paid, then the ``payer`` agent calls ``send_payout``, which a hook holds
-until the ask is approved. The graph declares its approval policy with its definition:
+until the ask is approved. The graph declares its approval policy with its definition,
+as rules by content on ``send_payout`` (the first whose ``when`` holds applies, chosen
+once when the ask is raised and frozen with it; the card names it):
 
-- ``approvers``: only alice and bob (the demo's ``U0ALICE`` and ``U0BOB``; in a real
-  workspace, your finance team's Slack ids or a user-group id ``S…``) may approve;
-- ``quorum=2``: both must approve, one approval each; the card says how many it has;
-- ``allow_self_approval`` is left off: whoever started the run may reject it (stopping
-  one's own payout is never dangerous) but not approve it, even if they are an approver;
-- ``expires_after``: an ask nobody finishes deciding within a day counts as a rejection.
+- ``small`` (under 50): approved by the rule at once, with no card: the thread gets one
+  line naming the rule, the audit trail an ``auto_decided`` entry. Nobody's word is
+  needed for petty cash, and nobody's word is taken for more;
+- ``large`` (1,000 or more): the two-person rule across teams, ``all_of`` finance and
+  legal: one approval from a member of each (the demo's user groups ``S0FINANCE``, alice
+  and bob, and ``S0LEGAL``, dana). Two people from finance never complete it; the card
+  says which team is still missing;
+- anything else (the rule without ``when``): both alice and bob (``quorum=2`` of the
+  graph's ``approvers``, one approval each; the card says how many it has).
 
-Anyone else's click is refused with a notice, seen only by them, naming who may decide;
-nothing is recorded. A single ask could get stricter terms than the graph with
-``asks={"send_payout": AskPolicy(quorum=3)}`` (``engine.policy.AskPolicy``).
+``allow_self_approval`` is left off: whoever started the run may reject it (stopping one's
+own payout is never dangerous) but not approve it, even as an approver. ``expires_after``:
+an ask nobody finishes deciding within a day counts as a rejection. Anyone else's click is
+refused with a notice, seen only by them, naming who may decide; nothing is recorded. A
+``when`` that raises fails closed: the strictest rule applies (``large``), never ``small``.
+
+Every card also shows "What will happen" (``previews``): a table of what approving pays,
+to whom, from which account and what the payee gets. The approval binds to it: right
+before ``send_payout`` runs the preview is computed again, and had it changed the
+approval would not be used and a new card would ask again. This preview reads nothing
+that moves (no clock, no balance), so it never voids a card; under a preview a card
+offers no Edit and no Trust.
 
 Graph: ``planner`` → ``payer``. Interrupt: ``approve_payout`` with reason
 ``{"tool", "amount", "currency", "to"}``, raised by ``PayoutGate`` before
-``send_payout`` runs. Only an approval (both of them) lets the call run. A Reject, a
-Reply or an expired ask cancels it (``event.cancel_tool``): the tool does not run and
-the agent reports why. A Reply does not approve here, because a quorum is counted in
-approvals and a Reply is one person's word.
+``send_payout`` runs. Only an approval (by the rule, or by the people the rule names)
+lets the call run. A Reject, a Reply or an expired ask cancels it
+(``event.cancel_tool``): the tool does not run and the agent reports why. A Reply does
+not approve here, because a quorum is counted in approvals and a Reply is one person's
+word.
 
 Paying twice is what a payout must never do, and no bot can promise that alone: the
 process running ``send_payout`` may die after the money left and before that was saved.
 So the gate hands the answer's ``approval_id`` to the payment as its idempotency key
-(the same id on every delivery of this approval, a Retry included), and the payment
-system drops a second payment with a key it has seen. (After such a crash the bot asks
-"may have acted: Retry or Skip?" rather than paying again on its own.)
+(the same id on every delivery of this approval, a Retry included; a rule's approval has
+one too), and the payment system drops a second payment with a key it has seen. (After
+such a crash the bot asks "may have acted: Retry or Skip?" rather than paying again on
+its own.)
 
 The payout is simulated (recorded in ``PAYOUTS``, deduplicated by idempotency key).
 """
@@ -43,7 +59,7 @@ from strands.multiagent.graph import Graph, GraphBuilder
 from strands.types.content import Messages
 from strands.types.tools import ToolContext
 
-from graph_defs import read_answer
+from graph_defs import AskPolicy, read_answer
 from graph_defs.models import pick_model
 from graph_defs.registry import graph_def
 from graph_defs.scripted import ScriptedModel, Step, call, graph_task, latest_tool_result_text, say
@@ -51,11 +67,30 @@ from graph_defs.scripted import ScriptedModel, Step, call, graph_task, latest_to
 INTERRUPT_NAME = "approve_payout"
 GATED_TOOLS = frozenset({"send_payout"})
 APPROVERS = ("U0ALICE", "U0BOB")
-"""Who may approve a payout: alice and bob of the offline demo's channel."""
+"""Who may approve a payout between the two thresholds: alice and bob of the offline demo."""
 QUORUM = 2
+FINANCE, LEGAL = "S0FINANCE", "S0LEGAL"
+"""The user groups a large payout needs one approval from each (the demo's local Slack has them)."""
+SMALL_BELOW = 50
+LARGE_FROM = 1000
+FROM_ACCOUNT = "operating account"
+TRANSFER_FEE = {"EUR": 0.0}
+"""What the sending bank charges per payout, by currency (taken from the amount); 2.5 otherwise."""
+
+RULES = [
+    AskPolicy(when=lambda d: float(d["amount"]) < SMALL_BELOW, label="small", auto="approve"),
+    AskPolicy(
+        when=lambda d: float(d["amount"]) >= LARGE_FROM,
+        label="large: finance and legal",
+        approvers=[FINANCE, LEGAL],
+        all_of=[FINANCE, LEGAL],
+    ),
+    AskPolicy(label="two approvers"),  # the graph's terms: alice and bob, both
+]
+"""``send_payout``'s rules by amount, first match applies (see the module's docstring)."""
 
 PAYOUTS: list[dict[str, Any]] = []
-"""Payouts sent in this process (simulated). Tests read it to prove nothing left without a quorum."""
+"""Payouts sent in this process (simulated). Tests read it to prove nothing left unapproved."""
 IDEMPOTENCY_KEYS: dict[str, str] = {}
 """toolUseId -> the ``approval_id`` that approved that call, set by ``PayoutGate``."""
 
@@ -76,7 +111,7 @@ def parse_payout(task: str) -> dict[str, Any]:
 
 @tool(context=True)
 def send_payout(amount: float, currency: str, to: str, tool_context: ToolContext) -> str:
-    """Pay money out to a payee. Irreversible: two approvers must approve every call.
+    """Pay money out to a payee. Irreversible: every call is held until its rule approves it.
 
     Args:
         amount: How much to pay.
@@ -117,12 +152,32 @@ class PayoutGate(HookProvider):
             IDEMPOTENCY_KEYS[str(event.tool_use["toolUseId"])] = response["approval_id"]
 
 
+def preview(details: dict[str, Any]) -> dict[str, str]:
+    """What approving ``send_payout`` will do, shown on its card under "What will happen".
+
+    Deterministic: computed from the call alone, so it is the same when the bot computes it
+    again right before the payment runs, and the approval stands.
+    """
+    amount, currency = float(details.get("amount") or 0), str(details.get("currency") or "EUR")
+    fee = TRANSFER_FEE.get(currency, 2.5)
+    return {
+        "pays": f"{amount:g} {currency}",
+        "to": str(details.get("to") or "unknown"),
+        "from account": f"{FROM_ACCOUNT} ({currency})",
+        "payee gets": f"{max(amount - fee, 0):g} {currency} " + (f"({fee:g} {currency} fee)" if fee else "(no fee)"),
+    }
+
+
 def _plan(messages: Messages) -> Step:
     payout = parse_payout(graph_task(messages))
-    return say(
-        f"Plan: pay {payout['amount']:g} {payout['currency']} to {payout['to']}. "
-        f"Needs {QUORUM} approvals from finance before send_payout runs."
-    )
+    amount = payout["amount"]
+    if amount < SMALL_BELOW:
+        needs = "small: the rule approves it, no card"
+    elif amount >= LARGE_FROM:
+        needs = "large: one approval from finance and one from legal"
+    else:
+        needs = f"{QUORUM} approvals from finance"
+    return say(f"Plan: pay {amount:g} {payout['currency']} to {payout['to']} ({needs}).")
 
 
 def _pay(messages: Messages) -> Step:
@@ -138,13 +193,15 @@ def _pay_outcome(messages: Messages) -> Step:
 
 @graph_def(
     "payout",
-    description="Pay money out; two of the named approvers must approve, never the requester",
+    description="Pay money out: small sums by the rule, others by two people (finance and legal from 1,000)",
     approvers=list(APPROVERS),
     quorum=QUORUM,
     expires_after=24 * 3600,
+    asks={"send_payout": RULES},
+    previews={"send_payout": preview},
 )
 def build() -> Graph:
-    """planner → payer (``send_payout`` gated by ``PayoutGate``, under the graph's policy)."""
+    """planner → payer (``send_payout`` gated by ``PayoutGate``, under the rules by amount)."""
     planner = Agent(
         name="planner",
         model=pick_model(offline=lambda: ScriptedModel([_plan], id_prefix="planner")),

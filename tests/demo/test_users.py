@@ -50,7 +50,7 @@ async def test_as_alone_lists_the_users_and_an_unknown_one_is_one_line() -> None
     stream.seek(0), stream.truncate()
     await session.handle("as")
     assert " ".join(stream.getvalue().split()) == (
-        "users here: @you, @alice, @bob (now); switch with as you, as alice, as bob"
+        "users here: @you, @alice, @bob (now), @dana; switch with as you, as alice, as bob, as dana"
     )
     for who in ("carol", "@nobody", "U0CAROL"):
         stream.seek(0), stream.truncate()
@@ -110,3 +110,38 @@ async def test_the_requester_may_reject_a_payout_half_approved_and_nothing_is_pa
     # The graph's own words name the decider by id (its output pings nobody); the bot's name @you.
     assert "Payout not sent. Payout rejected by U0YOU: wrong payee" in said
     assert len(PAYOUTS) == paid
+
+
+def test_the_payout_rules_name_groups_the_demo_slack_has() -> None:
+    """The payout example's rules by amount, and the teams its large rule needs, are the demo's."""
+    from demo.stack import demo_slack
+    from graph_defs.examples import payout
+    from graph_defs.registry import get_graph
+
+    policy = get_graph("payout").policy
+
+    def rule(amount: float) -> Any:
+        details = {"amount": amount, "currency": "EUR", "to": "acme"}
+        return policy.rules_for(
+            name="approve_payout", tool="send_payout", now=0.0, default_expires_after=60, details=details
+        )
+
+    small, middle, large = rule(20), rule(900), rule(1200)
+    assert (small.label, small.auto) == ("small", "approve")
+    assert (middle.label, middle.approvers, middle.quorum, middle.auto) == ("two approvers", payout.APPROVERS, 2, None)
+    assert large.all_of == (payout.FINANCE, payout.LEGAL) and large.quorum == 2 and not large.allow_self
+    broken = policy.rules_for(name="approve_payout", tool="send_payout", now=0.0, default_expires_after=60, details={})
+    assert broken.all_of == large.all_of and broken.auto is None, "a when that raises fails closed, never small"
+    slack = demo_slack()
+    finance, legal = slack.usergroup_members(payout.FINANCE), slack.usergroup_members(payout.LEGAL)
+    assert finance is not None and legal is not None and YOU not in {*finance, *legal}
+    assert set(finance) == set(payout.APPROVERS) and set(legal) <= set(USERS) and not set(finance) & set(legal)
+    # What will happen: the same table every time it is computed (the approval binds to it).
+    shown = payout.preview({"amount": 1200.0, "currency": "EUR", "to": "acme"})
+    assert shown == payout.preview({"amount": 1200.0, "currency": "EUR", "to": "acme"})
+    assert shown == {
+        "pays": "1200 EUR",
+        "to": "acme",
+        "from account": "operating account (EUR)",
+        "payee gets": "1200 EUR (no fee)",
+    }

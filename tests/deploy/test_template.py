@@ -79,6 +79,7 @@ JUSTIFIED: dict[tuple[str, str], str] = {
         "the one secret the operator created for this bot (a parameter, not a pattern)"
     ),
     ("InvokeModelProfile", json.dumps(PROFILE_ARN)): "one inference profile, in this account and Region",
+    ("XRayTraces", json.dumps("*")): "X-Ray's trace writes have no resource-level permissions (XRayTracing only)",
     **{
         ("InvokeModelThroughProfileOnly", json.dumps(model)): (
             "the model behind that profile in whichever Region it routes to; only with the "
@@ -342,7 +343,7 @@ def test_every_aws_service_the_code_calls_is_granted_and_nothing_more(cfn: Templ
     called = {"bedrock" if service == "bedrock-runtime" else service for service in called}
     assert called >= {"dynamodb", "s3", "lambda", "secretsmanager"}, called
     # Used by Lambda itself on the function's behalf: its logs and its failed events.
-    by_lambda = {"logs", "sqs"}
+    by_lambda = {"logs", "sqs", "xray"}  # X-Ray: its tracing, when XRayTracing turns it on
     granted = {a.split(":")[0] for s in role_statements(cfn).values() for a in as_list(s["Action"])}
     assert granted == called | by_lambda
 
@@ -535,7 +536,10 @@ def test_the_environment_names_are_the_ones_the_code_reads(cfn: Template) -> Non
     assert env["DYNAMODB_TABLE"] == {"Ref": TABLE}
     assert env["SNAPSHOT_BUCKET"] == {"Ref": BUCKET}
     read_elsewhere = {"SLACK_SECRET_ARN", "LOG_LEVEL", "BEDROCK_MODEL_ID"}
-    assert set(env) - settings == read_elsewhere
+    # AWS Lambda Powertools reads these itself (the metrics' namespace, the service name).
+    read_by_powertools = {"POWERTOOLS_METRICS_NAMESPACE", "POWERTOOLS_SERVICE_NAME"}
+    assert read_by_powertools <= set(env)
+    assert set(env) - settings - read_by_powertools == read_elsewhere
     code = _bot_code()
     for name in read_elsewhere:
         assert f'"{name}"' in code, name

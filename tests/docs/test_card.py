@@ -75,9 +75,14 @@ def test_every_block_kind_is_drawn() -> None:
                         {"type": "button", "text": {"type": "plain_text", "text": "Stop"}, "style": "danger"},
                     ],
                 },
+                {
+                    "type": "table",
+                    "rows": [[{"type": "raw_text", "text": "pays"}, {"type": "raw_text", "text": "9 <EUR>"}]],
+                },
                 {"type": "video"},
             ]
         }
     )
     assert svg.startswith("<svg") and "Approve &lt;this&gt;" in svg and "[video]" in svg
     assert 'fill="#007a5a"' in svg and 'fill="#e01e5a" text-anchor="middle">Stop' in svg
+    assert ">pays<" in svg and "9 &lt;EUR&gt;" in svg and "[table]" not in svg  # a table is drawn as a grid

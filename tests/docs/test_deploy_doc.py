@@ -81,7 +81,11 @@ def test_the_parameters_and_the_settings_they_become(sam: dict[str, Any]) -> Non
     parameters = sam["Parameters"]
     assert {name for name, _, _ in rows} == set(parameters), "every parameter, and only those"
     environment = sam["Resources"]["ApprovalBotFunction"]["Properties"]["Environment"]["Variables"]
-    by_parameter = {value["Ref"]: name for name, value in environment.items() if value.get("Ref") in parameters}
+    by_parameter = {
+        value["Ref"]: name
+        for name, value in environment.items()
+        if isinstance(value, dict) and value.get("Ref") in parameters  # not a fixed value
+    }
     for name, default, sets in rows:
         declared = parameters[name].get("Default")
         shown = "required" if declared is None else ("empty" if declared == "" else f"`{declared}`")

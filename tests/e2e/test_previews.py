@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
 from engine.records import AskStatus, Closed
 from localslack import LocalSlack
 from tests.e2e.conftest import (
@@ -53,6 +54,16 @@ async def test_an_approval_binds_to_the_preview_its_card_showed(
     assert [b["type"] for b in first["blocks"]].count("table") == 1, "a dict preview is a table"
     labels = [e["text"]["text"] for b in first["blocks"] if b["type"] == "actions" for e in b["elements"]]
     assert "Edit" not in labels, "an edited call's preview was never shown: no Edit under a preview"
+
+    # A reply reading yes is not bound to what will happen: refused, nothing recorded.
+    await user.click(message=first, label="Reply", user_id="U0ALICE", channel_id=CHANNEL)
+    views = await local_slack.wait_for(lambda: local_slack.open_views("U0ALICE"), timeout=10, what="the reply modal")
+    response = await user.submit_view(
+        view=views[-1], values={TEXT_BLOCK_ID: {TEXT_ACTION_ID: "yes"}}, user_id="U0ALICE"
+    )
+    assert "use Approve" in json.dumps(response.body), response.body
+    (pending,) = run_of(backend.open_store(), local_slack).asks.values()
+    assert pending.status is AskStatus.PENDING and pending.decision is None
 
     rate.write_text("1.30")  # the world moved after the card was posted
     await user.click(message=first, label="Approve", user_id="U0ALICE", channel_id=CHANNEL)

@@ -25,6 +25,7 @@ def test_a_preview_is_text_or_a_flat_table_and_is_bounded() -> None:
     rows = bounded({f"k{i}": i for i in range(50)})
     assert isinstance(rows, dict) and len(rows) == MAX_ROWS + 1 and rows["…"] == "30 more rows"
     assert bounded(["a", 1]) == '["a", 1]'
+    assert bounded({"": "x", 1.5: None}) == {"(blank)": "x", "1.5": "null"}, "keys DynamoDB takes"
 
 
 def test_a_preview_that_raises_says_so_and_gets_a_copy(caplog: pytest.LogCaptureFixture) -> None:

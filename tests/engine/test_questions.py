@@ -86,3 +86,16 @@ def test_who_may_answer_is_the_policys_and_approve_is_not_offered() -> None:
     assert verdict(Verdict.REPLY, "U0BOB") is Refusal.SELF_APPROVAL
     assert verdict(Verdict.REJECT, "U0BOB") is None
     assert verdict(Verdict.APPROVE, "U0ALICE") is Gate.NOT_OFFERED
+
+
+def test_a_rule_never_answers_a_question_and_all_of_names_who_may() -> None:
+    from engine.policy import AskRules
+    from engine.sources import HANDOFF_INTERRUPT_NAME, question_terms
+
+    ruled = AskRules(quorum=2, all_of=("S0FIN", "U0LEGAL"), auto="approve", label="r", approvers=None)
+    asked = question_terms(HANDOFF_INTERRUPT_NAME, ruled)
+    assert (asked.quorum, asked.all_of, asked.auto, asked.label) == (1, (), None, "r")
+    assert asked.approvers == ("S0FIN", "U0LEGAL"), "only the all_of entries, not the whole channel"
+    named = question_terms(HANDOFF_INTERRUPT_NAME, AskRules(approvers=("U0A",), all_of=("U0A", "S0B"), quorum=2))
+    assert named.approvers == ("U0A", "S0B")
+    assert question_terms("approve_pay", ruled) is ruled, "other asks keep their terms"

@@ -246,3 +246,13 @@ def test_the_card_names_the_rule_and_an_automatic_decision_is_one_line() -> None
         run=run, ask=ask.__class__(**{**ask.__dict__, "decision": decided, "status": AskStatus.DECIDED})
     )
     assert "rejected by the rule _over the limit_" in line.text and len(line.blocks) == 1
+
+
+def test_failing_closed_weighs_all_of_as_the_approvals_it_requires() -> None:
+    from engine.rule_choice import strictest
+
+    one = AskPolicy(when=lambda d: d["a"] > 1, label="one", approvers=["U0FIN"])
+    teams = AskPolicy(when=lambda d: d["a"] > 2, label="teams", all_of=["S0FIN", "S0LEGAL", "U0CEO"])
+    two = AskPolicy(when=lambda d: d["a"] > 3, label="two", quorum=2, approvers=["U0A", "U0B"])
+    assert strictest([one, teams, two]) is teams, "three approvals from three teams beat two"
+    assert terms([one, teams, two], {}).label == f"teams ({FAIL_CLOSED})"

@@ -219,6 +219,20 @@ def test_a_may_have_acted_ask_round_trips(backend: Backend) -> None:
     assert decided.asks["a3"].status is AskStatus.DECIDED and decided.asks["a3"].retry_of == again.retry_of
 
 
+def test_previews_round_trip_whatever_their_keys(backend: Backend) -> None:
+    from engine.previews import bounded
+
+    store = backend.store()
+    odd = bounded({"": 1, "a.b#c": "x", "naïve ✓": float("nan"), "n": 1.5, "deep": {"k": [1, None]}})
+    run = make_run("r-preview")
+    text = replace(run.asks["a1"], key="a2", preview=bounded("pays 5 EUR\n<!channel> to ACME"))
+    run = run.evolve(asks={"a1": replace(run.asks["a1"], preview=odd), "a2": text})
+    store.create(run)
+    loaded = store.load("r-preview")
+    assert loaded is not None and loaded == run
+    assert loaded.asks["a1"].preview == odd and isinstance(odd, dict) and odd["(blank)"] == "1"
+
+
 def test_a_decision_makes_the_holders_save_fail(backend: Backend) -> None:
     store = backend.store()
     run = make_run("r-save")

@@ -82,6 +82,7 @@ def cases(draw: st.DrawFn) -> tuple[Run, Decision, frozenset[str]]:
         escalated=draw(st.booleans()) and escalated,
         verdicts=verdicts,
         name=draw(st.sampled_from([HITL_INTERRUPT_NAME, "approve_write_writer"])),
+        preview=draw(st.sampled_from([None, None, "pays 5 EUR", {"pays": "5 EUR"}])),  # a yes-reply needs Approve
     )
     run = base.evolve(asks={"a1": ask})
     decision = Decision(

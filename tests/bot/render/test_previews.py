@@ -75,3 +75,33 @@ def test_localslack_checks_tables_as_slack_does() -> None:
     assert problem is not None and "only_one_table_allowed" in problem[1][0]
     assert check_message({"text": "t", "blocks": [{"type": "table", "rows": [row] * 101}]}) is not None
     assert check_message({"text": "t", "blocks": [{"type": "table", "rows": [[{"type": "x"}]]}]}) is not None
+
+
+def test_app_home_shows_the_preview_as_fields_since_views_have_no_tables() -> None:
+    from bot.render.home import home_view
+    from localslack.limits import check_view
+
+    run = make_run(channel="C0")
+    view = home_view(
+        waiting=[(run, make_ask(preview=TABLE)), (run, make_ask(key="a2", preview=TABLE))],
+        runs=[],
+        link=lambda r, a: None,
+    )
+    assert check_view(view, surface="home") == []
+    assert "table" not in _types(view["blocks"]) and "*pays*\n5 EUR" in [
+        f["text"] for b in view["blocks"] for f in b.get("fields") or []
+    ]
+    assert check_view(
+        {"type": "home", "blocks": [{"type": "table", "rows": [[{"type": "raw_text", "text": "a"}]]}]}, surface="home"
+    )
+
+
+def test_an_all_of_card_never_says_more_approvals_than_it_needed() -> None:
+    from engine.policy import AskRules
+
+    rules = AskRules(quorum=2, all_of=("S0FIN", "S0LEGAL"), approvers=("S0FIN", "S0LEGAL"))
+    votes = {u: Decision(verdict=Verdict.APPROVE, user=u, at=float(i)) for i, u in enumerate(["U0A", "U0B"])}
+    final = Decision(verdict=Verdict.APPROVE, user="U0C", at=3.0, counts_for="S0LEGAL")
+    ask = make_ask(rules=rules, votes=votes, status=AskStatus.DECIDED, decision=final)
+    text = all_text(decided_card(run=make_run(), ask=ask))
+    assert "3 of 2" not in text and "3 approvals, one from each of 2 teams" in text, text
