@@ -54,7 +54,7 @@ from engine.ports import (
 from engine.progress import Tracker, saved_progress
 from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, cancelled_record, failed_record
-from engine.settle import settle, stale_answers
+from engine.settle import bounded_reason, settle, stale_answers
 from engine.sources import details_of, response_for
 from engine.start_limits import StartLimits, check_start
 from engine.store import (
@@ -467,7 +467,11 @@ class RunEngine:
                     with tracing.pass_span(run=run, answering=decided) as traced:
                         step = await self._pass(run, responses, stale=stale)
                         traced.ended(step.status.value)
-                    shown = await in_thread(previews.previews_for, step.raised, policy.previews, details=details_of)
+                    # Computed on what the ask will record (its reason cut like the card's), so that the
+                    # check before the hand-off, which reads the record, computes the same preview.
+                    shown = await in_thread(
+                        previews.previews_for, step.raised, policy.previews, details=_recorded_details
+                    )
                     now = self._clock()
                     outcome = settle(
                         reviewed.run,  # with any "may have acted" asks: a re-raised interrupt finds its own
@@ -630,3 +634,8 @@ class RunEngine:
             message = await live.close()
         assert step is not None  # run_pass reports every failure as a step
         return replace(step, nodes=tracker.nodes, status_message=message)
+
+
+def _recorded_details(raised: Raised) -> Any:
+    """What a preview gets about a raised interrupt: its details as its ask will record them."""
+    return details_of(replace(raised, reason=bounded_reason(raised.reason)))
