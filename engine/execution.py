@@ -50,6 +50,16 @@ class Raised:
     node_id: str | None
     verdicts: tuple[Verdict, ...]
     tool: ToolCall | None = None
+    # The gated call's tool name and input as it will run, also when it is too big to keep
+    # in ``tool``: the rules are chosen by them (``engine.rule_choice``), never by the
+    # graph's terms because a model padded its call. Not recorded.
+    tool_name: str | None = None
+    tool_input: Any = None
+
+    @property
+    def gated_tool(self) -> str | None:
+        """The name of the tool this interrupt gates, if any."""
+        return self.tool.name if self.tool is not None else self.tool_name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -256,23 +266,34 @@ def _first_line(text: str) -> str:
 def _raised(graph: Graph, node_id: str, interrupts: Sequence[Any]) -> list[Raised]:
     raised = []
     for i in interrupts:
-        tool = _gated_call(graph, node_id, i.id)
+        found = _gated_use(graph, node_id, i.id)
+        tool = _bounded_call(*found) if found is not None else None
         verdicts = verdicts_for(graph=graph, node_id=node_id, name=i.name, interrupt_id=i.id)
         if tool is None:  # nothing to show or edit (e.g. too large): no Edit button
             verdicts = tuple(v for v in verdicts if v is not Verdict.EDIT)
         raised.append(
-            Raised(interrupt_id=i.id, name=i.name, reason=i.reason, node_id=node_id, verdicts=verdicts, tool=tool)
+            Raised(
+                interrupt_id=i.id,
+                name=i.name,
+                reason=i.reason,
+                node_id=node_id,
+                verdicts=verdicts,
+                tool=tool,
+                tool_name=str(found[1]["name"]) if found is not None else None,
+                tool_input=_input_of(*found) if found is not None else None,
+            )
         )
     return raised
 
 
-def _gated_call(graph: Graph, node_id: str, interrupt_id: str) -> ToolCall | None:
-    """The tool call a BeforeToolCallEvent ask is about: its name, input and schema.
+def _gated_use(graph: Graph, node_id: str, interrupt_id: str) -> tuple[Any, dict[str, Any]] | None:
+    """The agent and the tool use a BeforeToolCallEvent ask is about.
 
     Read from the interrupted agent (inside a nested graph or swarm too) right after the
     pass, while its conversation holding the pending tool use is at hand. The input
     shown is the one that will run: an earlier Edit's, if there was one. Calls too big
-    to show and edit in a Slack modal get no ToolCall, which keeps the record small.
+    to show and edit in a Slack modal get no ToolCall (``_bounded_call``), which keeps the
+    record small; their tool's name and input still choose their rules (``Raised``).
     """
     tool_use_id = gated_tool_use_id(interrupt_id)
     node = graph.nodes.get(node_id)
@@ -283,12 +304,17 @@ def _gated_call(graph: Graph, node_id: str, interrupt_id: str) -> ToolCall | Non
             for block in message.get("content", []):
                 use = block.get("toolUse")
                 if use and use.get("toolUseId") == tool_use_id:
-                    return _bounded_call(agent, use)
+                    return agent, use
     return None
 
 
+def _input_of(agent: Any, use: dict[str, Any]) -> Any:
+    """The input the gated call will run with: an earlier Edit's, if there was one."""
+    return edited_input(agent, str(use["toolUseId"])) or use.get("input")
+
+
 def _bounded_call(agent: Any, use: dict[str, Any]) -> ToolCall | None:
-    given = edited_input(agent, str(use["toolUseId"])) or use.get("input")
+    given = _input_of(agent, use)
     spec = agent.tool_registry.registry.get(use["name"])
     schema = (spec.tool_spec.get("inputSchema") or {}).get("json") if spec is not None else None
     if not isinstance(given, dict) or len(json.dumps(given, default=str)) > MAX_TOOL_INPUT_CHARS:

@@ -54,7 +54,7 @@ from engine.ports import (
 from engine.progress import Tracker, saved_progress
 from engine.records import STATE_REFRESH_MARGIN_SECONDS, Decision, MessageRef, Run, RunStatus
 from engine.saving import Saver, cancelled_record, failed_record
-from engine.settle import settle, stale_answers
+from engine.settle import bounded_reason, settle, stale_answers
 from engine.sources import details_of, response_for
 from engine.start_limits import StartLimits, check_start
 from engine.store import (
@@ -467,7 +467,11 @@ class RunEngine:
                     with tracing.pass_span(run=run, answering=decided) as traced:
                         step = await self._pass(run, responses, stale=stale)
                         traced.ended(step.status.value)
-                    shown = await in_thread(previews.previews_for, step.raised, policy.previews, details=details_of)
+                    # Computed on what the ask will record (its reason cut like the card's), so that the
+                    # check before the hand-off, which reads the record, computes the same preview.
+                    shown = await in_thread(
+                        previews.previews_for, step.raised, policy.previews, details=_recorded_details
+                    )
                     now = self._clock()
                     outcome = settle(
                         reviewed.run,  # with any "may have acted" asks: a re-raised interrupt finds its own
@@ -480,9 +484,7 @@ class RunEngine:
                         voided=voided,
                         previews=shown,
                         moved=moved,
-                        by_content=lambda raised: policy.by_content(
-                            name=raised.name, tool=raised.tool.name if raised.tool is not None else None
-                        ),
+                        by_content=lambda raised: policy.by_content(name=raised.name, tool=raised.gated_tool),
                         trace=traced.context,
                     )
                     target = outcome.run.evolve(takeovers=0)
@@ -562,9 +564,11 @@ class RunEngine:
             return Policy()
 
     def _rules(self, policy: Policy, raised: Raised, *, now: float) -> AskRules:
-        tool = raised.tool.name if raised.tool is not None else None
+        # A gated call is judged by its tool's rules and its input as it will run, also when
+        # it is too big to keep on the card (a padded call must not fall to the graph's terms).
+        details = raised.tool_input if isinstance(raised.tool_input, dict) else details_of(raised)
         return policy.rules_for(
-            name=raised.name, tool=tool, now=now, default_expires_after=self._default_wait, details=details_of(raised)
+            name=raised.name, tool=raised.gated_tool, now=now, default_expires_after=self._default_wait, details=details
         )
 
     async def _announced(self, run: Run) -> Run:
@@ -630,3 +634,8 @@ class RunEngine:
             message = await live.close()
         assert step is not None  # run_pass reports every failure as a step
         return replace(step, nodes=tracker.nodes, status_message=message)
+
+
+def _recorded_details(raised: Raised) -> Any:
+    """What a preview gets about a raised interrupt: its details as its ask will record them."""
+    return details_of(replace(raised, reason=bounded_reason(raised.reason)))

@@ -102,7 +102,7 @@ def changed(asks: Iterable[Ask], previews: Mapping[str, PreviewFn], *, details: 
         decision = ask.decision
         if ask.preview is None or decision is None or decision.verdict not in BINDING:
             continue
-        fn = preview_fn(previews, name=ask.name, tool=ask.tool.name if ask.tool is not None else None)
+        fn = preview_fn(previews, name=ask.name, tool=ask.gated_tool)
         now = compute(fn, details(ask), name=ask.name) if fn is not None else None
         if now != ask.preview:
             logger.warning("ask %s (%s): what will happen changed since its approval; asked again", ask.key, ask.name)
@@ -116,7 +116,7 @@ def previews_for(
     """The preview of each raised interrupt that has one, by (interrupt id, node id)."""
     shown: dict[tuple[str, str | None], Preview] = {}
     for one in raised:
-        fn = preview_fn(previews, name=one.name, tool=one.tool.name if one.tool is not None else None)
+        fn = preview_fn(previews, name=one.name, tool=one.gated_tool)
         if fn is not None:
             shown[(one.interrupt_id, one.node_id)] = compute(fn, details(one), name=one.name)
     return shown

@@ -231,10 +231,18 @@ class Ask:
     # What will happen if it is approved (``engine.previews``): text, or a flat table. Part
     # of the digest; an approval is handed to the graph only while it still holds.
     preview: str | dict[str, str] | None = None
+    # The gated tool's name when its call was too big to keep (``tool`` is None then): its
+    # rules and preview are keyed by it (``engine.policy``, ``engine.previews``).
+    tool_name: str | None = None
     # The trace context of the pass that raised it (``<trace id>-<span id>``, hex), when
     # that pass was traced: the ask's span, emitted once it is answered or closed, hangs
     # under it (``engine.tracing``). 49 characters, and absent when tracing is off.
     trace: str | None = None
+
+    @property
+    def gated_tool(self) -> str | None:
+        """The name of the tool this ask gates, if any, whether or not its call is kept."""
+        return self.tool.name if self.tool is not None else self.tool_name
 
     @property
     def view(self) -> str:
@@ -303,6 +311,8 @@ class Ask:
             data["retry_of"] = self.retry_of.to_dict()
         if self.preview is not None:
             data["preview"] = self.preview
+        if self.tool_name is not None:
+            data["tool_name"] = self.tool_name
         if self.trace is not None:
             data["trace"] = self.trace
         return data
@@ -363,6 +373,7 @@ class Ask:
             handed=data.get("handed"),
             retry_of=RetryOf.from_dict(data["retry_of"]) if data.get("retry_of") else None,
             preview=data.get("preview"),
+            tool_name=data.get("tool_name"),
             trace=data.get("trace"),
         )
 

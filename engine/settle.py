@@ -158,6 +158,7 @@ def settle(
                 tool=raised.tool,
                 rules=rules,
                 preview=preview,
+                tool_name=raised.gated_tool if raised.tool is None else None,
                 trace=trace,
             )
         )
@@ -245,7 +246,7 @@ def auto_text(ask: Ask) -> str:
 
 def _asked_text(ask: Ask) -> str:
     terms = ask.rules
-    parts = [ask.tool.name if ask.tool else ask.name]
+    parts = [ask.gated_tool or ask.name]
     if terms.label is not None:
         parts.append(f"rule {terms.label}")
     if terms.approvers is not None:

@@ -93,7 +93,7 @@ def may_have_acted(ask: Ask, *, idempotent: Collection[str]) -> bool:
     decision = ask.decision
     if decision is None or decision.expired or decision.verdict not in ACTING:
         return False
-    names = {ask.name} | ({ask.tool.name} if ask.tool is not None else set())
+    names = {ask.name} | ({ask.gated_tool} if ask.gated_tool is not None else set())
     return not names & set(idempotent)
 
 

@@ -124,3 +124,37 @@ async def test_trust_is_not_offered_where_rules_choose_by_content(
         lambda: [c for c in cards(local_slack) if c["ts"] != card["ts"]], timeout=30, what="Alice's card"
     )
     assert "Rule:* 1,000 or more: Alice" in all_text(big) and _markers(markers_file) == ["send_payout 100"]
+
+
+async def test_a_call_too_big_to_show_is_still_judged_by_its_tools_rules(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: UserFor, markers_file: Path
+) -> None:
+    """A call too big to show on a card (a model padding its input) keeps its tool's rules:
+    the payout of 5,000 asks Alice, never the graph's own terms (anyone in the channel)."""
+    bot = await start_bot(backend=backend)
+    user = user_for(bot)
+    await user.slash_command(text="run payout-rules 5000 4000", user_id="U0DAVE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="the payout's card")
+    run = run_of(backend.open_store(), local_slack)
+    (ask,) = run.asks.values()
+    assert ask.tool is None, "too big to show"
+    assert ask.rules.approvers is not None and "U0ALICE" in ask.rules.approvers, ask.rules
+    await user.click(message=card, label="Approve", user_id="U0CAROL", channel_id=CHANNEL)
+    await local_slack.wait_for(lambda: local_slack.ephemerals("U0CAROL"), timeout=30, what="Carol's refusal")
+    assert _markers(markers_file) == []
+
+
+async def test_a_padded_call_under_a_preview_can_still_be_approved(
+    start_bot: StartBot, sqlite_backend: Backend, local_slack: LocalSlack, user_for: UserFor, markers_file: Path
+) -> None:
+    """A call padded past every limit (its reason cut on the record) keeps its preview, and
+    the approval binds to the same preview computed again: it is sent, not voided forever."""
+    bot = await start_bot(backend=sqlite_backend)
+    user = user_for(bot)
+    await user.slash_command(text="run payout-preview 1000 20000", user_id="U0DAVE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="the payout's card")
+    assert "What will happen" in all_text(card)
+    await user.click(message=card, label="Approve", user_id="U0ALICE", channel_id=CHANNEL)
+    await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the final message")
+    run = run_of(sqlite_backend.open_store(), local_slack)
+    assert [e.kind for e in run.audit if e.kind == "preview_changed"] == [], "the approval was not voided"

@@ -481,7 +481,10 @@ PAYOUT_RULES = [
 @graph_def("payout-rules", description="a gated send_payout under rules by amount", asks={"send_payout": PAYOUT_RULES})
 def payout_rules() -> Graph:
     def pay(messages: Messages) -> Step:
-        return call("send_payout", amount=int(graph_task(messages).split()[0]))
+        # "<amount> <n>": the model pads the call with an n-character memo (a call too big to show).
+        words = graph_task(messages).split()
+        memo = {"memo": "x" * int(words[1])} if len(words) > 1 else {}
+        return call("send_payout", amount=int(words[0]), **memo)
 
     agent = Agent(
         name="payer",
