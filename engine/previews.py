@@ -83,10 +83,15 @@ def bounded(value: Any) -> Preview:
     """A preview in the one shape the record keeps: cut text, or a flat table of text."""
     if isinstance(value, Mapping):
         rows = list(value.items())
-        # A blank key would be an attribute name DynamoDB refuses, and shows nothing anyway.
-        table = {_cut(str(k), MAX_KEY_CHARS) or "(blank)": _cut(_text(v), MAX_VALUE_CHARS) for k, v in rows[:MAX_ROWS]}
+        table: dict[str, str] = {}
+        for k, v in rows[:MAX_ROWS]:
+            # A blank key would be an attribute name DynamoDB refuses, and shows nothing anyway.
+            key = _cut(str(k), MAX_KEY_CHARS) or "(blank)"
+            # Keys the cut (or str, or the replacement of surrogates) made equal stay two rows:
+            # one overwriting the other would hide a row from the card and from the binding.
+            table[_unique(key, table)] = _cut(_text(v), MAX_VALUE_CHARS)
         if len(rows) > MAX_ROWS:
-            table["…"] = f"{len(rows) - MAX_ROWS} more rows"
+            table[_unique("…", table)] = f"{len(rows) - MAX_ROWS} more rows"
         return table
     return _cut(value if isinstance(value, str) else _text(value), MAX_PREVIEW_CHARS)
 
@@ -120,6 +125,15 @@ def previews_for(
         if fn is not None:
             shown[(one.interrupt_id, one.node_id)] = compute(fn, details(one), name=one.name)
     return shown
+
+
+def _unique(key: str, taken: Mapping[str, str]) -> str:
+    """``key``, or ``key (2)``, ``key (3)``… when ``taken`` has it already."""
+    found, n = key, 1
+    while found in taken:
+        n += 1
+        found = f"{key} ({n})"
+    return found
 
 
 def _text(value: Any) -> str:

@@ -194,3 +194,35 @@ async def test_a_retry_of_a_padded_call_under_a_preview_is_sent_not_voided(
     assert after is not None
     assert [e.kind for e in after.audit if e.kind == "preview_changed"] == [], "the Retry was not voided"
     assert test_graphs.markers() == ["send_payout 1000"]
+
+
+def test_preview_rows_whose_keys_the_cut_makes_equal_are_all_shown_and_bound() -> None:
+    """A table keyed by what the model wrote (a payee per row): two payees alike in their
+    first 80 characters must stay two rows. One overwriting the other hid a payout from the
+    card, and a change of the hidden amount no longer voided the approval."""
+    from engine.previews import bounded, changed
+    from engine.sources import details_of
+
+    alike = "ACME Holdings " + "x" * 100
+    amounts = {"A": 10, "B": 1_000_000}
+
+    def payees(details: dict[str, int]) -> dict[str, str]:
+        return {f"{alike} {name}": f"{amount} EUR" for name, amount in amounts.items()}
+
+    shown = bounded(payees({}))
+    assert isinstance(shown, dict) and len(shown) == 2 and sorted(shown.values()) == ["10 EUR", "1000000 EUR"]
+    assert len(bounded({1: "a", "1": "b", "": "c", "(blank)": "d", "…": "e", **{f"k{i}": i for i in range(30)}})) == 21
+    ask = Ask(
+        key="k1",
+        interrupt_id="i1",
+        name="approve_pay",
+        reason={"amount": 1},
+        node_id="n",
+        status=AskStatus.DECIDED,
+        created_at=0.0,
+        decision=Decision(verdict=Verdict.APPROVE, user="U1", at=0.0),
+        tool=ToolCall(name="pay", input={"amount": 1}),
+        preview=shown,
+    )
+    amounts["A"] = 20  # the row the card used to hide (the later one overwrote it)
+    assert changed([ask], {"pay": payees}, details=details_of) == ["k1"]
