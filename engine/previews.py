@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.policy import PolicyError
-from engine.records import Ask, Verdict
+from engine.records import Ask, AskStatus, Verdict
+from engine.sources import gated_tool_use_id
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,36 @@ def changed(asks: Iterable[Ask], previews: Mapping[str, PreviewFn], *, details: 
             logger.warning("ask %s (%s): what will happen changed since its approval; asked again", ask.key, ask.name)
             void.append(ask.key)
     return void
+
+
+def rebound(
+    asks: Iterable[Ask], sending: Iterable[Ask], previews: Mapping[str, PreviewFn], *, details: Callable[[Ask], Any]
+) -> list[str]:
+    """The interrupt ids of approvals handed to the graph in an earlier pass whose call runs
+    only now, and whose preview changed meanwhile.
+
+    Two gates on one call: the first answer is handed to the graph, which holds it while
+    the call waits for the other gate; the call runs in the pass that sends the last answer
+    (``sending``). An approval binds to its preview until its call runs, so those held
+    answers are checked then too. One that changed is forgotten (``engine.prepare``'s stale
+    answers, like an approval given before an Edit): its gate asks again, with the new
+    preview on a new card, and the call does not run in this pass.
+    """
+    sending = list(sending)
+    calls = {call for a in sending if (call := gated_tool_use_id(a.interrupt_id)) is not None}
+    answering = {a.interrupt_id for a in sending}
+    latest: dict[str, Ask] = {}
+    for ask in sorted(asks, key=lambda a: a.created_at):  # an interrupt asked again: its newest ask
+        latest[ask.interrupt_id] = ask
+    held = [
+        a
+        for a in latest.values()
+        if a.status is AskStatus.CONSUMED
+        and a.interrupt_id not in answering
+        and gated_tool_use_id(a.interrupt_id) in calls
+    ]
+    void = set(changed(held, previews, details=details))
+    return [a.interrupt_id for a in held if a.key in void]
 
 
 def previews_for(
