@@ -32,7 +32,7 @@ from typing import Any
 
 from engine.policy import PolicyError
 from engine.records import Ask, AskStatus, Verdict
-from engine.sources import gated_tool_use_id
+from engine.sources import call_of, gated_tool_use_id
 
 logger = logging.getLogger(__name__)
 
@@ -122,15 +122,16 @@ def rebound(
     """The interrupt ids of approvals handed to the graph in an earlier pass whose call runs
     only now, and whose preview changed meanwhile.
 
-    Two gates on one call: the first answer is handed to the graph, which holds it while
-    the call waits for the other gate; the call runs in the pass that sends the last answer
+    Two gates on one call (or a gate, then an interrupt inside the tool): the first answer
+    is handed to the graph, which holds it while the call waits for the other; the call
+    runs (again, from its start) in the pass that sends the last answer
     (``sending``). An approval binds to its preview until its call runs, so those held
     answers are checked then too. One that changed is forgotten (``engine.prepare``'s stale
     answers, like an approval given before an Edit): its gate asks again, with the new
     preview on a new card, and the call does not run in this pass.
     """
     sending = list(sending)
-    calls = {call for a in sending if (call := gated_tool_use_id(a.interrupt_id)) is not None}
+    calls = {call for a in sending if (call := call_of(a.interrupt_id)) is not None}
     answering = {a.interrupt_id for a in sending}
     latest: dict[str, Ask] = {}
     for ask in sorted(asks, key=lambda a: a.created_at):  # an interrupt asked again: its newest ask

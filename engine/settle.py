@@ -16,7 +16,7 @@ from engine.execution import Raised, Step, StepStatus
 from engine.policy import SOLO_ONLY, AskRules
 from engine.previews import Preview
 from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Decision, Run, RunStatus, Verdict, ask_digest
-from engine.sources import gated_tool_use_id, question_terms
+from engine.sources import call_of, gated_tool_use_id, question_terms
 from engine.transitions import Cause, ask_to, closed_for, run_to
 
 # The run record must stay far below DynamoDB's 400 KB item limit whatever the graph says.
@@ -291,7 +291,7 @@ def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
     waiting = {
         call
         for a in asks.values()
-        if a.status in (AskStatus.PENDING, AskStatus.DECIDED) and (call := gated_tool_use_id(a.interrupt_id))
+        if a.status in (AskStatus.PENDING, AskStatus.DECIDED) and (call := call_of(a.interrupt_id))
     }
 
     def kept(ask: Ask) -> Ask:

@@ -11,11 +11,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from strands.multiagent.graph import Graph
+from strands import Agent, ToolContext, tool
+from strands.multiagent.graph import Graph, GraphBuilder
 from strands.vended_interventions.hitl import HumanInTheLoop
 
 from engine.records import Decision, RunStatus, Verdict
 from graph_defs import graph_def
+from graph_defs.scripted import ScriptedModel, call, latest_tool_result_text, say
 from tests.engine.test_prepare import PaymentGate, _payer, transfers
 
 RATE = [1.0]
@@ -88,3 +90,56 @@ async def test_a_held_approval_whose_preview_held_lets_the_call_run_once(make_en
 
     assert final is not None and final.status is RunStatus.COMPLETED, final.pending_asks()
     assert transfers == [{"amount": 100, "to": "acme"}]
+
+
+@tool(context=True)
+def checked_transfer(amount: int, to: str, tool_context: ToolContext) -> str:
+    """Move money once the payee is confirmed inside the tool."""
+    if tool_context.interrupt("confirm_payee", reason={"to": to})["decision"] != "approve":
+        return "payee not confirmed"
+    transfers.append({"amount": amount, "to": to})
+    return f"sent {amount} to {to}"
+
+
+@graph_def(
+    "review-preview-gate-then-tool",
+    description="a gate with a preview, then an interrupt inside the tool",
+    previews={"approve_transfer": _rate_preview},
+)
+def preview_gate_then_tool() -> Graph:
+    agent = Agent(
+        name="payer",
+        model=ScriptedModel(
+            [call("checked_transfer", amount=100, to="acme"), lambda m: say(latest_tool_result_text(m))]
+        ),
+        tools=[checked_transfer],
+        hooks=[PaymentGate()],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "payer")
+    builder.set_max_node_executions(5)
+    builder.set_execution_timeout(60)
+    return builder.build()
+
+
+async def test_a_gates_approval_held_while_the_tool_asks_is_bound_to_its_preview(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """The gate's answer lets the tool start; the tool asks inside and the call runs again,
+    from its start, when that is answered: the gate's preview is checked then too."""
+    transfers.clear()
+    RATE[0] = 1.0
+    run = await make_engine().start(graph="review-preview-gate-then-tool", task="pay", user="U0", channel="C1")
+    (gate,) = run.pending_asks()
+    result = await make_engine().decide(run_id=run.run_id, ask_key=gate.key, decision=_approve())
+    after = await make_engine().resume(run.run_id, known=result.run)
+    assert after is not None and transfers == []
+    (inside,) = after.pending_asks()
+    assert inside.name == "confirm_payee"
+
+    RATE[0] = 0.5
+    result = await make_engine().decide(run_id=run.run_id, ask_key=inside.key, decision=_approve())
+    final = await make_engine().resume(run.run_id, known=result.run)
+
+    assert final is not None
+    assert transfers == [], "the call did not run under a preview nobody approved"
+    assert [a.preview for a in final.pending_asks() if a.name == "approve_transfer"] == ["the payee gets 50.00 USD"]
