@@ -464,6 +464,14 @@ class RunEngine:
                         (a.interrupt_id, response_for(a, a.decision, run_id=run.run_id)) for a in decided if a.decision
                     ]
                     stale = stale_answers(reviewed.run, unsent=[*voided, *moved])
+                    # Approvals the graph holds for a call that runs now: bound to their preview too.
+                    stale += await in_thread(
+                        previews.rebound,
+                        list(reviewed.run.asks.values()),
+                        decided,
+                        policy.previews,
+                        details=details_of,
+                    )
                     with tracing.pass_span(run=run, answering=decided) as traced:
                         step = await self._pass(run, responses, stale=stale)
                         traced.ended(step.status.value)

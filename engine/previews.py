@@ -31,7 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from engine.policy import PolicyError
-from engine.records import Ask, Verdict
+from engine.records import Ask, AskStatus, Verdict
+from engine.sources import call_of, gated_tool_use_id
 
 logger = logging.getLogger(__name__)
 
@@ -83,10 +84,15 @@ def bounded(value: Any) -> Preview:
     """A preview in the one shape the record keeps: cut text, or a flat table of text."""
     if isinstance(value, Mapping):
         rows = list(value.items())
-        # A blank key would be an attribute name DynamoDB refuses, and shows nothing anyway.
-        table = {_cut(str(k), MAX_KEY_CHARS) or "(blank)": _cut(_text(v), MAX_VALUE_CHARS) for k, v in rows[:MAX_ROWS]}
+        table: dict[str, str] = {}
+        for k, v in rows[:MAX_ROWS]:
+            # A blank key would be an attribute name DynamoDB refuses, and shows nothing anyway.
+            key = _cut(str(k), MAX_KEY_CHARS) or "(blank)"
+            # Keys the cut (or str, or the replacement of surrogates) made equal stay two rows:
+            # one overwriting the other would hide a row from the card and from the binding.
+            table[_unique(key, table)] = _cut(_text(v), MAX_VALUE_CHARS)
         if len(rows) > MAX_ROWS:
-            table["…"] = f"{len(rows) - MAX_ROWS} more rows"
+            table[_unique("…", table)] = f"{len(rows) - MAX_ROWS} more rows"
         return table
     return _cut(value if isinstance(value, str) else _text(value), MAX_PREVIEW_CHARS)
 
@@ -110,6 +116,37 @@ def changed(asks: Iterable[Ask], previews: Mapping[str, PreviewFn], *, details: 
     return void
 
 
+def rebound(
+    asks: Iterable[Ask], sending: Iterable[Ask], previews: Mapping[str, PreviewFn], *, details: Callable[[Ask], Any]
+) -> list[str]:
+    """The interrupt ids of approvals handed to the graph in an earlier pass whose call runs
+    only now, and whose preview changed meanwhile.
+
+    Two gates on one call (or a gate, then an interrupt inside the tool): the first answer
+    is handed to the graph, which holds it while the call waits for the other; the call
+    runs (again, from its start) in the pass that sends the last answer
+    (``sending``). An approval binds to its preview until its call runs, so those held
+    answers are checked then too. One that changed is forgotten (``engine.prepare``'s stale
+    answers, like an approval given before an Edit): its gate asks again, with the new
+    preview on a new card, and the call does not run in this pass.
+    """
+    sending = list(sending)
+    calls = {call for a in sending if (call := call_of(a.interrupt_id)) is not None}
+    answering = {a.interrupt_id for a in sending}
+    latest: dict[str, Ask] = {}
+    for ask in sorted(asks, key=lambda a: a.created_at):  # an interrupt asked again: its newest ask
+        latest[ask.interrupt_id] = ask
+    held = [
+        a
+        for a in latest.values()
+        if a.status is AskStatus.CONSUMED
+        and a.interrupt_id not in answering
+        and gated_tool_use_id(a.interrupt_id) in calls
+    ]
+    void = set(changed(held, previews, details=details))
+    return [a.interrupt_id for a in held if a.key in void]
+
+
 def previews_for(
     raised: Sequence[Any], previews: Mapping[str, PreviewFn], *, details: Callable[[Any], Any]
 ) -> dict[tuple[str, str | None], Preview]:
@@ -120,6 +157,15 @@ def previews_for(
         if fn is not None:
             shown[(one.interrupt_id, one.node_id)] = compute(fn, details(one), name=one.name)
     return shown
+
+
+def _unique(key: str, taken: Mapping[str, str]) -> str:
+    """``key``, or ``key (2)``, ``key (3)``… when ``taken`` has it already."""
+    found, n = key, 1
+    while found in taken:
+        n += 1
+        found = f"{key} ({n})"
+    return found
 
 
 def _text(value: Any) -> str:

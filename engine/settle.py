@@ -16,7 +16,7 @@ from engine.execution import Raised, Step, StepStatus
 from engine.policy import SOLO_ONLY, AskRules
 from engine.previews import Preview
 from engine.records import MAX_TRAIL, Ask, AskStatus, Closed, Decision, Run, RunStatus, Verdict, ask_digest
-from engine.sources import gated_tool_use_id, question_terms
+from engine.sources import call_of, gated_tool_use_id, question_terms
 from engine.transitions import Cause, ask_to, closed_for, run_to
 
 # The run record must stay far below DynamoDB's 400 KB item limit whatever the graph says.
@@ -285,11 +285,20 @@ def _forget_oldest_finished(asks: dict[str, Ask]) -> dict[str, Ask]:
     their cards, which already show the answer."""
     finished = [a for a in asks.values() if a.status in (AskStatus.CONSUMED, AskStatus.OBSOLETE) and not a.card_owed]
     # A finished ask's card already shows its tool call, and its span was emitted as it
-    # finished (``engine.tracing``): the record need not keep either.
-    asks = {
-        k: replace(a, tool=None, trace=None) if a in finished and (a.tool is not None or a.trace is not None) else a
-        for k, a in asks.items()
+    # finished (``engine.tracing``): the record need not keep either. Except the call of an
+    # answer the graph holds while another gate on the same call is open: its preview is
+    # checked again, on that call, when the call runs (``engine.previews.rebound``).
+    waiting = {
+        call
+        for a in asks.values()
+        if a.status in (AskStatus.PENDING, AskStatus.DECIDED) and (call := call_of(a.interrupt_id))
     }
+
+    def kept(ask: Ask) -> Ask:
+        tool = ask.tool if ask.preview is not None and gated_tool_use_id(ask.interrupt_id) in waiting else None
+        return replace(ask, tool=tool, trace=None)
+
+    asks = {k: kept(a) if a in finished and (a.tool is not None or a.trace is not None) else a for k, a in asks.items()}
     if len(finished) <= KEEP_FINISHED_ASKS:
         return asks
     drop = {a.key for a in sorted(finished, key=lambda a: a.created_at)[: len(finished) - KEEP_FINISHED_ASKS]}

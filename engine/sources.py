@@ -89,6 +89,17 @@ def gated_tool_use_id(interrupt_id: str) -> str | None:
     return rest.rsplit(":", 1)[0] or None
 
 
+IN_TOOL_ID_PREFIX = "v1:tool_call:"  # Strands' id for a tool_context.interrupt inside a tool
+
+
+def call_of(interrupt_id: str) -> str | None:
+    """The toolUseId of the call an interrupt holds: a BeforeToolCallEvent gate's, or a
+    ``tool_context.interrupt`` inside the tool's (the call runs once all of them are answered)."""
+    if interrupt_id.startswith(IN_TOOL_ID_PREFIX):
+        return interrupt_id.removeprefix(IN_TOOL_ID_PREFIX).rsplit(":", 1)[0] or None
+    return gated_tool_use_id(interrupt_id)
+
+
 def _trust_enabled(*, graph: Graph, node_id: str) -> bool:
     from engine.prepare import agents_under
     from engine.strands_internals import hitl_handlers, hitl_trust_enabled

@@ -136,6 +136,8 @@ def review(run: Run, *, now: float, idempotent: Collection[str]) -> Review:
             created_at=now,
             verdicts=may_have_acted_verdicts(ask.rules),
             tool=_as_sent(ask),
+            # A call too big to keep still names its tool: its preview and idempotence go by it.
+            tool_name=ask.tool_name,
             digest=ask.digest,
             rules=carried_terms(ask.rules, since=ask.created_at, now=now),
             retry_of=again,

@@ -154,3 +154,75 @@ def test_replies_that_read_as_yes_or_trust_are_refused_only_where_they_would_app
     assert refusal(HITL_INTERRUPT_NAME, " t", verdicts=["approve", "reject", "reply"]) is Refusal.NEEDS_APPROVE
     assert refusal(HITL_INTERRUPT_NAME, "trust", verdicts=["approve", "reject", "reply", "trust"]) is None
     assert refusal(HITL_INTERRUPT_NAME, "yes", verdicts=["approve", "reject", "reply"], all_of=True) is not None
+
+
+async def test_a_retry_of_a_padded_call_under_a_preview_is_sent_not_voided(
+    store: SqliteRunStore, publisher: RecordingPublisher
+) -> None:
+    """A call too big to keep (tool ``None``) names its tool on the ask, and its preview is
+    keyed by that name. The "may have acted" ask a takeover makes must keep the name: without
+    it the preview's function is not found on Retry, the approval is voided as changed and a
+    Retry can never send the call it shows."""
+    first = _engine(store, publisher)
+    run = await first.start(graph="payout-preview", task="1000 20000", user="U0DAVE", channel="C1")
+    (ask,) = run.pending_asks()
+    assert ask.tool is None and ask.gated_tool == "send_payout" and ask.preview is not None
+    approve = Decision(verdict=Verdict.APPROVE, user="U0ALICE", at=time.time())
+    assert (await first.decide(run_id=run.run_id, ask_key=ask.key, decision=approve)).accepted
+    decided = store.load(run.run_id, snapshot=False)
+    assert decided is not None
+    store.claim(
+        run.run_id,
+        expected_version=decided.version,
+        status=RunStatus.RESUMING,
+        owner="dead/1",
+        lease_until=time.time() - 1,
+        now=time.time(),
+        handing=[ask.key],
+        takeovers=0,
+    )
+
+    sweeper = _engine(store, publisher)
+    (swept,) = await sweeper.sweep()
+    (again,) = swept.pending_asks()
+    assert again.retry_of is not None and again.gated_tool == "send_payout", "the tool is still named"
+    retry = Decision(verdict=Verdict.RETRY, user="U0ALICE", at=time.time())
+    result = await sweeper.decide(run_id=run.run_id, ask_key=again.key, decision=retry, claim=True)
+    assert result.accepted
+    after = await sweeper.follow_up(result)
+
+    assert after is not None
+    assert [e.kind for e in after.audit if e.kind == "preview_changed"] == [], "the Retry was not voided"
+    assert test_graphs.markers() == ["send_payout 1000"]
+
+
+def test_preview_rows_whose_keys_the_cut_makes_equal_are_all_shown_and_bound() -> None:
+    """A table keyed by what the model wrote (a payee per row): two payees alike in their
+    first 80 characters must stay two rows. One overwriting the other hid a payout from the
+    card, and a change of the hidden amount no longer voided the approval."""
+    from engine.previews import bounded, changed
+    from engine.sources import details_of
+
+    alike = "ACME Holdings " + "x" * 100
+    amounts = {"A": 10, "B": 1_000_000}
+
+    def payees(details: dict[str, int]) -> dict[str, str]:
+        return {f"{alike} {name}": f"{amount} EUR" for name, amount in amounts.items()}
+
+    shown = bounded(payees({}))
+    assert isinstance(shown, dict) and len(shown) == 2 and sorted(shown.values()) == ["10 EUR", "1000000 EUR"]
+    assert len(bounded({1: "a", "1": "b", "": "c", "(blank)": "d", "…": "e", **{f"k{i}": i for i in range(30)}})) == 21
+    ask = Ask(
+        key="k1",
+        interrupt_id="i1",
+        name="approve_pay",
+        reason={"amount": 1},
+        node_id="n",
+        status=AskStatus.DECIDED,
+        created_at=0.0,
+        decision=Decision(verdict=Verdict.APPROVE, user="U1", at=0.0),
+        tool=ToolCall(name="pay", input={"amount": 1}),
+        preview=shown,
+    )
+    amounts["A"] = 20  # the row the card used to hide (the later one overwrote it)
+    assert changed([ask], {"pay": payees}, details=details_of) == ["k1"]

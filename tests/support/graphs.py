@@ -521,6 +521,32 @@ def payout_preview_graph() -> Graph:
     return payout_rules()
 
 
+@graph_def(
+    "payout-preview-hitl",
+    description="send_payout held by a gate whose card shows what will happen, and by HumanInTheLoop",
+    approvers=["U0ALICE", "U0BOB"],
+    previews={"approve_payout": payout_preview},  # the gate's card only
+)
+def payout_preview_hitl() -> Graph:
+    agent = Agent(
+        name="payer",
+        model=ScriptedModel(
+            [
+                lambda m: call("send_payout", amount=int(graph_task(m).split()[0])),
+                lambda m: say(f"payer: {latest_tool_result_text(m)}"),
+            ],
+            id_prefix="tu_pay",
+        ),
+        tools=[send_payout],
+        hooks=[_PayoutGate()],
+        interventions=[HumanInTheLoop()],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(agent, "payer")
+    return _bounded(builder)
+
+
 # -- hitl-preview: HumanInTheLoop (trust enabled) under a preview the approval binds to ----------
 
 
