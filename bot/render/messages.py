@@ -249,17 +249,23 @@ def graph_list(*, command: str = DEFAULT_COMMAND, graphs: Sequence[tuple[str, st
             "`EXAMPLE_GRAPHS=true` to offer the example graphs, or define graphs with `@graph_def` in "
             "`graph_defs/` or in a module named in `GRAPH_MODULES`."
         )
-    lines = ["*Graphs you can run:*"]
+    start = f"Start one with `{escape(command)} run {escape('<graph> <task text>')}`"
+    described = [
+        f"• *{cut(name, 100)}*" + (f": {cut(description, 300)}" if description else "") for name, description in graphs
+    ]
+    if sum(len(line) + 1 for line in described) + len(start) + 100 <= _REPLY_LIMIT:
+        return "\n".join(["*Graphs you can run:*", *described, start])
+    # Too many to describe in one reply: every name rather than the first few described.
+    lines = ["*Graphs you can run* (too many to describe in one reply, so names only):"]
     size = len(lines[0])
-    for index, (name, description) in enumerate(graphs):
-        line = f"• *{cut(name, 100)}*" + (f": {cut(description, 300)}" if description else "")
-        if size + len(line) + 100 > _REPLY_LIMIT:
+    for index, (name, _description) in enumerate(graphs):
+        line = f"• *{cut(name, 100)}*"
+        if size + len(line) + len(start) + 100 > _REPLY_LIMIT:
             lines.append(f"…and {len(graphs) - index} more")
             break
         lines.append(line)
         size += len(line) + 1
-    lines.append(f"Start one with `{escape(command)} run {escape('<graph> <task text>')}`")
-    return "\n".join(lines)
+    return "\n".join([*lines, start])
 
 
 def start_limited(*, limited: StartLimited, now: float, command: str = DEFAULT_COMMAND) -> str:

@@ -135,10 +135,10 @@ def test_graph_list() -> None:
 
 
 def test_graph_list_with_many_graphs_is_cut_and_counted() -> None:
-    graphs = [(f"graph{i}", "d" * 300) for i in range(100)]
+    graphs = [(f"graph{i}", "d" * 300) for i in range(300)]  # too many even to name all
     text = graph_list(command="/graph", graphs=graphs)
     assert len(text) <= 3000
-    assert "more" in text and "graph0" in text and "graph99" not in text
+    assert "more" in text and "graph0" in text and "graph299" not in text
 
 
 # --- outcomes: a rejection reads as one, whatever Strands called it --------------------------------
@@ -262,3 +262,14 @@ def test_how_a_run_ended_is_read_back_from_each_endings_own_message() -> None:
         for message, ending in cases:
             assert ending_of(message.text) == ending, message.text
     assert ending_of("planner finished") == "" and ending_of("") == ""
+
+
+def test_a_long_graph_list_names_every_graph_rather_than_describing_a_few() -> None:
+    from bot.render.messages import graph_list
+
+    graphs = [(f"graph-{i:02d}", "does something useful " * 12) for i in range(40)]
+    text = graph_list(graphs=graphs)
+    assert all(f"*graph-{i:02d}*" in text for i in range(40)) and "names only" in text
+    assert len(text) <= 3000 and "more" not in text
+    short = graph_list(graphs=graphs[:3])
+    assert "does something useful" in short and "names only" not in short
