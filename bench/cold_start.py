@@ -59,7 +59,17 @@ REQUESTER: Final = "U0ALICE"
 TARGET_RATIO: Final = 1.3
 SLACK_ACK_DEADLINE: Final = 3.0
 DEFAULT_SAMPLES: Final = 15
-HEAVY: Final = ("strands", "boto3", "botocore", "aiohttp", "pydantic", "pydantic_settings", "jsonschema", "slack_bolt")
+HEAVY: Final = (
+    "strands",
+    "boto3",
+    "botocore",
+    "aiohttp",
+    "pydantic",
+    "pydantic_settings",
+    "jsonschema",
+    "slack_bolt",
+    "aws_lambda_powertools",
+)
 BASELINE: Final = "bare Bolt App of Bolt's Lambda guide (lazy listener), fresh interpreter each, interleaved"
 BARE_AUTH_ENV: Final = "BARE_BOLT_AUTH"
 """Read by ``bench/bare_bolt_lambda.py`` (not imported here: importing it builds its app)."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from bot.cli_errors import explain
 from bot.cli_help import epilog
-from bot.logs import set_level
+from bot.logs import format_named, set_level, use_format
 from bot.slack_access import ConfigError
 
 if TYPE_CHECKING:
@@ -121,6 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The demo's terminal is for the conversation; library chatter only when asked for.
     set_level(os.environ.get("LOG_LEVEL"), default="WARNING" if args.command == "demo" else "INFO")
+    use_format(format_named(os.environ.get("LOG_FORMAT"), on_lambda=False))
     if args.command == "create-table":
         return _create_table()
     if args.command == "init":
@@ -150,9 +151,15 @@ def _run(args: argparse.Namespace) -> int:
 
         asyncio.run(run_socket_mode(settings, sweep_seconds=args.sweep_seconds))
     elif args.command == "sweep":
+        from bot import metrics
         from bot.services import build_services
 
-        for run in asyncio.run(_sweep(build_services(settings))):
+        metrics.start(on=settings.metrics)
+        try:
+            swept = asyncio.run(_sweep(build_services(settings)))
+        finally:
+            metrics.flush()
+        for run in swept:
             print(f"{run.run_id}: {run.status.value}")
     return 0
 

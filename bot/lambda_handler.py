@@ -20,13 +20,13 @@ _runtime: LambdaRuntime | None = None
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
     if _runtime is not None:
-        return _runtime.handle(event)
+        return _runtime.handle(event, context)
     # A cold start: the first event imports some 900 modules, and the collector would keep
     # walking the new objects (~50 ms of an ack Slack is waiting for). Collect nothing until
     # the first answer is out, then set everything made so far aside for good.
     gc.disable()
     try:
-        return _container().handle(event)
+        return _container().handle(event, context)
     finally:
         gc.freeze()
         gc.enable()
@@ -36,10 +36,13 @@ def _container() -> LambdaRuntime:
     """The runtime of this container, made by its first event."""
     global _runtime
     if _runtime is None:
+        from bot import metrics
         from bot.aws_lambda.runtime import LambdaRuntime
-        from bot.logs import set_level
+        from bot.logs import format_named, set_level, use_format
 
         set_level(os.environ.get("LOG_LEVEL", "INFO"))
+        use_format(format_named(os.environ.get("LOG_FORMAT"), on_lambda=True))
+        metrics.start(on=metrics.metrics_on(os.environ.get("METRICS"), on_lambda=True))
 
         _runtime = LambdaRuntime.from_environment()
     return _runtime

@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import signal
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from bot import metrics
 from bot.app import build_edge
 from bot.edge import MAX_BODY_BYTES
 from bot.handoff import InProcessHandoff
@@ -23,6 +25,7 @@ from bot.services import Services, build_services
 from bot.settings import Settings
 from bot.slack_access import ConfigError
 from bot.sweeper import drain, sweep_forever
+from engine import log_context
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +47,10 @@ def build_web_app(
     web_app[HANDOFF_KEY] = handoff
 
     async def events(request: web.Request) -> web.Response:
-        reply = await edge.http(body=await request.read(), headers=request.headers)
+        # Slack's requests carry no id: one of ours names the request in its lines and in
+        # those of the work it hands off (a task copies the context it was made in).
+        with log_context.about(request_id=secrets.token_hex(6)):
+            reply = await edge.http(body=await request.read(), headers=request.headers)
         return web.Response(status=reply.status, body=reply.body.encode(), headers=reply.headers)
 
     checker = HealthCheck(services=services)
@@ -107,9 +113,10 @@ async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: floa
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
-        await site.stop()  # no new requests; finish what is running
-        await stop_sweeping(web_app)
-        await drain(services, handoff=web_app[HANDOFF_KEY], timeout=DRAIN_SECONDS)
+        async with metrics.flushing() if metrics.start(on=settings.metrics) else contextlib.nullcontext():
+            await stop.wait()
+            await site.stop()  # no new requests; finish what is running
+            await stop_sweeping(web_app)
+            await drain(services, handoff=web_app[HANDOFF_KEY], timeout=DRAIN_SECONDS)
     finally:
         await runner.cleanup()

@@ -10,6 +10,7 @@ line that names the setting and says what to set, for ``approval-bot`` to print.
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -27,6 +28,12 @@ from bot.slack_access import (
 )
 from engine.policy import DEFAULT_EXPIRES_AFTER
 from engine.start_limits import DEFAULT_PER_MINUTE, DEFAULT_WAITING, LOOKBACK
+
+
+def on_lambda() -> bool:
+    """Whether this process is a Lambda function's (the runtime sets the function's name)."""
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
 
 _MAX_STARTS_PER_MINUTE: Final = 1000  # a guard against typos: the count is one number in the person's item
 
@@ -77,11 +84,31 @@ class Settings(BaseSettings):
         default=DEFAULT_PER_MINUTE, alias="MAX_STARTS_PER_MINUTE", ge=0, le=_MAX_STARTS_PER_MINUTE
     )
     max_waiting_runs: int = Field(default=DEFAULT_WAITING, alias="MAX_WAITING_RUNS", ge=0, le=LOOKBACK)
+    # CloudWatch metrics as EMF lines on stdout (bot.metrics); unset: on Lambda only. Read
+    # from the environment on Lambda before the settings are (they load after the ack).
+    metrics: bool = Field(default_factory=on_lambda, alias="METRICS")
+    # text or json (bot.logs); read by the CLI and the Lambda handler before the settings,
+    # with the same check, and declared here so that a typo fails `approval-bot` at start.
+    log_format: str = Field(default_factory=lambda: "json" if on_lambda() else "text", alias="LOG_FORMAT")
 
     @field_validator("graph_model", "live_progress", mode="before")
     @classmethod
     def _model_choice(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _metrics_on(cls, value: object) -> object:
+        from bot.metrics import metrics_on
+
+        return metrics_on(value, on_lambda=on_lambda()) if isinstance(value, str) else value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _log_format(cls, value: object) -> object:
+        from bot.logs import format_named
+
+        return format_named(value, on_lambda=on_lambda()) if isinstance(value, str) else value
 
     @field_validator("graph_modules", mode="before")
     @classmethod

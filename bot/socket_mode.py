@@ -18,6 +18,7 @@ from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
+from bot import metrics
 from bot.app import build_edge
 from bot.edge import SlackEdge
 from bot.handoff import InProcessHandoff
@@ -82,11 +83,12 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await handler.connect_async()  # type: ignore[no-untyped-call]
-        await stop.wait()
-        await handler.disconnect_async()  # type: ignore[no-untyped-call]  # no new work; finish what runs
-        sweeper.cancel()
-        await drain(services, handoff=handoff, timeout=DRAIN_SECONDS)
+        async with metrics.flushing() if metrics.start(on=settings.metrics) else contextlib.nullcontext():
+            await handler.connect_async()  # type: ignore[no-untyped-call]
+            await stop.wait()
+            await handler.disconnect_async()  # type: ignore[no-untyped-call]  # no new work; finish what runs
+            sweeper.cancel()
+            await drain(services, handoff=handoff, timeout=DRAIN_SECONDS)
     finally:
         sweeper.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -17,7 +17,12 @@ import logging
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from engine import log_context, metrics
+
+if TYPE_CHECKING:
+    from engine.records import Run
 
 logger = logging.getLogger("approval_bot.audit")
 
@@ -96,10 +101,16 @@ def appended(
     return tuple(merged[extra:]), dropped + extra
 
 
-def log(run_id: str, events: Iterable[AuditEvent]) -> None:
-    """One log line per event, for the history the record does not keep."""
+def log(run_id: str, events: Iterable[AuditEvent], *, run: Run | None = None) -> None:
+    """One log line per event, for the history the record does not keep; with ``run``, the
+    record whose landed save added them, also the metrics they count (``engine.metrics``)."""
+    events = list(events)
+    about = log_context.fields(run_id=run_id, graph=run.graph if run is not None else None)
     for event in events:
-        logger.info("audit %s", json.dumps({"run": run_id, **event.to_dict()}, ensure_ascii=False))
+        extra = {**about, **({"ask_id": event.ask} if event.ask else {})}
+        logger.info("audit %s", json.dumps({"run": run_id, **event.to_dict()}, ensure_ascii=False), extra=extra)
+    if run is not None:
+        metrics.counted(run, events)
 
 
 def edit_diff(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str:

@@ -113,7 +113,7 @@ class Ballot:
                 return DecideResult(accepted=False, run=None, ask=None, unrecorded=True)
         else:  # pragma: no cover - each pass adds a new fact, and there are at most two
             return DecideResult(accepted=False, run=None, ask=None, unrecorded=True)
-        audit.log(run_id, [e for e in run.audit if e.id == event.id])
+        audit.log(run_id, [e for e in run.audit if e.id == event.id], run=run)
         claimed = claim is not None and run.lease_owner == claim.owner
         return DecideResult(accepted=True, run=run, ask=run.asks[ask_key], claimed=claimed)
 

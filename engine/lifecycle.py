@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, cast
 
-from engine import audit, previews, rule_choice, takeover, tracing
+from engine import audit, metrics, previews, rule_choice, takeover, tracing
 from engine.audit import AuditEvent
 from engine.ballot import Ballot
 from engine.brake import CANCEL_CHECK_SECONDS, Brake
@@ -37,6 +37,7 @@ from engine.execution import Raised, Step, StepStatus, progress_watcher, run_pas
 from engine.ids import default_owner, new_run_id
 from engine.invariants import enforced, violations
 from engine.lease import heartbeat, new_token
+from engine.log_context import about_run
 from engine.oversight import Cancelled, Oversight, groups_of
 from engine.policy import DEFAULT_EXPIRES_AFTER, AskRules, Directory, Policy, may_start
 from engine.ports import (
@@ -128,6 +129,7 @@ class RunEngine:
         # Store backends are synchronous (boto3, sqlite3): keep them off the event loop.
         return await in_thread(fn, *args, **kwargs)
 
+    @about_run
     async def start(self, *, graph: str, task: str, user: str, channel: str, run_id: str | None = None) -> Run:
         """Record, announce and run a new graph run until it pauses or ends.
 
@@ -175,7 +177,7 @@ class RunEngine:
             lease_until=now + self._lease,
         )
         await self._io(self._store.create, run)
-        audit.log(run.run_id, run.audit)
+        audit.log(run.run_id, run.audit, run=run)
         with self._work():
             try:
                 thread = await self._publisher.run_started(run=run, channel=channel)
@@ -191,10 +193,12 @@ class RunEngine:
                 ended = failed_record(run, now=self._clock(), error=f"the run could not be announced: {reason}")
                 ended = ended.evolve(channel=None)  # nothing to post, ever: the requester is told now
                 with contextlib.suppress(StoreError):  # else its lease expires and the sweeper ends it
-                    await self._io(self._store.save, ended, expected_version=run.version)
+                    saved = await self._io(self._store.save, ended, expected_version=run.version)
+                    audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit], run=saved)
                 raise error if isinstance(error, PublishError) else PublishError(reason) from error
             return await self._hold(run.evolve(thread=thread))
 
+    @about_run
     async def decide(
         self, *, run_id: str, ask_key: str, decision: Decision, claim: bool = False, card: MessageRef | None = None
     ) -> DecideResult:
@@ -220,6 +224,7 @@ class RunEngine:
             await self._courier.deliver(result.run)
         return await self.resume(result.run.run_id)
 
+    @about_run
     async def pick_up(self, run_id: str) -> Run | None:
         """After a decision recorded elsewhere (a modal's ack): resume the run if it is
         free, else bring its cards up to date and leave it to its holder."""
@@ -231,6 +236,7 @@ class RunEngine:
                 run = await self._courier.deliver(run)
         return await self.resume(run_id, known=run)
 
+    @about_run
     async def resume(self, run_id: str, *, known: Run | None = None) -> Run | None:
         """Claim the run if it has work (decisions to use, a dead holder, state to refresh) and do it.
 
@@ -285,6 +291,7 @@ class RunEngine:
             if run is not None:
                 swept.append(run)
         await self._purge()
+        metrics.swept()
         return swept
 
     async def _purge(self) -> None:
@@ -307,6 +314,7 @@ class RunEngine:
         """The runs a sweep should look at now, oldest first (one query of the sweep index)."""
         return await self._io(self._store.stuck, now=self._clock(), limit=limit)
 
+    @about_run
     async def sweep_run(self, run_id: str) -> Run | None:
         """One run of a sweep: resume it if it has work, else deliver what Slack is owed.
 
@@ -314,6 +322,7 @@ class RunEngine:
         run someone holds is left alone, and every change is a conditional write.
         """
         run = await self._io(self._store.load, run_id, snapshot=False)
+        metrics.surveyed([run] if run is not None else [], now=self._clock())
         if run is not None and not run.status.leased:
             run = await self._sound(run)
         if run is not None and run.status is RunStatus.WAITING and run.lease_owner is None:
@@ -342,7 +351,7 @@ class RunEngine:
             saved = await self._io(self._store.save, fixed, expected_version=run.version)
         except VersionConflict:  # changed meanwhile: whoever changed it saved it through the checks
             return await self._io(self._store.load, run.run_id, snapshot=False)
-        audit.log(run.run_id, [e for e in saved.audit if e not in run.audit])
+        audit.log(run.run_id, [e for e in saved.audit if e not in run.audit], run=saved)
         with self._work():
             return await self._courier.deliver(saved)
 
@@ -368,10 +377,11 @@ class RunEngine:
         except VersionConflict:  # another sweeper claimed them, or a click landed: look again
             return await self._io(self._store.load, run.run_id, snapshot=False)
         crash_point("notices_claimed")
-        audit.log(run.run_id, [e for e in saved.audit if e not in run.audit])
+        audit.log(run.run_id, [e for e in saved.audit if e not in run.audit], run=saved)
         with self._work():
             return await self._courier.deliver(saved, unposted={"notices"})
 
+    @about_run
     async def cancel(self, *, run_id: str, user: str, channel: str | None = None) -> Cancelled:
         """End the run for ``user`` if they started it or may decide its asks (``engine.oversight``)."""
         with self._work():
@@ -407,6 +417,7 @@ class RunEngine:
         finally:
             self._working -= 1
 
+    @about_run
     async def _hold(self, run: Run, *, refresh_only: bool = False, auto_rounds: int = 0) -> Run:
         """Everything a process does while it holds a run: bring decided cards up to date,
         run one pass, save; then, with the lease released, deliver what the save implies.
@@ -472,7 +483,10 @@ class RunEngine:
                         policy.previews,
                         details=details_of,
                     )
-                    with tracing.pass_span(run=run, answering=decided) as traced:
+                    with (
+                        tracing.pass_span(run=run, answering=decided) as traced,
+                        metrics.timed(metrics.PASS_DURATION, graph=run.graph),
+                    ):
                         step = await self._pass(run, responses, stale=stale)
                         traced.ended(step.status.value)
                     # Computed on what the ask will record (its reason cut like the card's), so that the
@@ -517,7 +531,7 @@ class RunEngine:
             crash_point("saved")
             if not landed:
                 return saved
-            audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
+            audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit], run=saved)
             tracing.asks_finished(run, saved, by=traced)
             if saved.status.leased and saved.lease_owner == run.lease_owner:
                 going_on = saved.evolve(snapshot=saved.snapshot or target.snapshot)
@@ -559,7 +573,7 @@ class RunEngine:
         stopped = takeover.stopped_record(run, now=self._clock())
         saved = await self._io(self._store.save, stopped, expected_version=run.version)
         logger.error("run %s: %s", run.run_id, saved.error)
-        audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit])
+        audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit], run=saved)
         tracing.asks_finished(run, saved)
         with self._work():
             return await self._courier.deliver(saved, unposted={FINAL})

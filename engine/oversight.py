@@ -186,7 +186,7 @@ class Oversight:
                 saved = await in_thread(self._store.save, target, expected_version=run.version)
             except VersionConflict:
                 continue
-            audit.log(run_id, [e for e in saved.audit if e not in run.audit])
+            audit.log(run_id, [e for e in saved.audit if e not in run.audit], run=saved)
             tracing.asks_finished(run, saved)
             crash_point("cancel_saved")
             if held:

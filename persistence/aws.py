@@ -20,6 +20,7 @@ import botocore.utils
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from engine import metrics
 from engine.store import StoreBroken, StoreError, StoreUnavailable
 
 P = ParamSpec("P")
@@ -312,6 +313,7 @@ def mapped(method: Callable[P, T]) -> Callable[P, T]:
         try:
             return method(*args, **kwargs)
         except (ClientError, botocore.exceptions.BotoCoreError) as exc:
+            metrics.add(metrics.STORE_ERRORS)
             raise store_error(exc) from exc
 
     return call

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar, cast
 
+from engine import metrics
 from engine.audit import AuditEvent
 from engine.records import Ask, Decision, MessageRef, Run, RunStatus
 from engine.start_limits import StartBook
@@ -88,9 +89,10 @@ def _mapped(method: Callable[P, T]) -> Callable[P, T]:
         try:
             with cast("SqliteRunStore", args[0])._in_use():
                 return method(*args, **kwargs)
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailable(f"sqlite: {exc}") from exc
         except sqlite3.Error as exc:
+            metrics.add(metrics.STORE_ERRORS)
+            if isinstance(exc, sqlite3.OperationalError):
+                raise StoreUnavailable(f"sqlite: {exc}") from exc
             raise StoreBroken(f"sqlite: {exc}") from exc
 
     return call

@@ -18,7 +18,13 @@ os.environ.setdefault("APPROVAL_BOT_STRICT_INVARIANTS", "1")
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-pytest_plugins = ["tests.support.aws", "tests.support.faults", "tests.support.lambda_", "tests.support.slack"]
+pytest_plugins = [
+    "tests.support.aws",
+    "tests.support.faults",
+    "tests.support.lambda_",
+    "tests.support.meters",
+    "tests.support.slack",
+]
 
 _TESTS = Path(__file__).resolve().parent
 FIRST = ("e2e", "reliability", "demo", "engine/test_interleavings.py", "bot/test_cli.py")

@@ -15,6 +15,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Final
 
+from bot import metrics
 from bot.app import build_edge
 from bot.aws_lambda.events import BadHttpEvent, http_request, http_response, is_http, is_scheduled
 from bot.aws_lambda.invoke import Forged, LambdaHandoff, envelope_key, is_envelope, unseal
@@ -27,6 +28,8 @@ from bot.services import Services
 from bot.slack_access import ConfigError, SlackAccess
 from bot.token_shapes import check_bot_token
 from bot.work import SweepRun
+from engine import log_context
+from engine import metrics as engine_metrics
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -70,7 +73,15 @@ class LambdaRuntime:
 
         return cls(Services(slack=slack, settings=settings), function=function)
 
-    def handle(self, event: object) -> dict[str, Any]:
+    def handle(self, event: object, context: object = None) -> dict[str, Any]:
+        """Answer one event; its log lines name its request, its metrics are written at its end."""
+        with log_context.about(request_id=getattr(context, "aws_request_id", None)):
+            try:
+                return self._handle(event)
+            finally:
+                metrics.flush()  # frozen once it returns: nothing counted may wait for a later event
+
+    def _handle(self, event: object) -> dict[str, Any]:
         if not isinstance(event, dict):
             logger.warning("ignored an event that is not an object")
             return {"ok": False, "error": "unrecognised event"}
@@ -114,4 +125,5 @@ class LambdaRuntime:
             handed += 1
         if due:
             logger.info("sweep: %d run(s) due, %d handed out", len(due), handed)
+        engine_metrics.swept()
         return {"ok": handed == len(due), "due": len(due), "handed": handed}

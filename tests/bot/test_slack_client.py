@@ -18,11 +18,22 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack_client import RATE_LIMIT_RETRIES, SERVER_ERROR_RETRIES, web_client
+from bot.slack_client import RATE_LIMIT_RETRIES, SERVER_ERROR_RETRIES, CountedFailures, web_client
 from localslack import LOCAL_BOT_TOKEN, LocalSlack, contains
+from tests.support.meters import RecordingMeter
 
 CHANNEL = "C0RETRY"
-HANDLER_TYPES = [AsyncConnectionErrorRetryHandler, AsyncRateLimitErrorRetryHandler, AsyncServerErrorRetryHandler]
+HANDLER_TYPES = [
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+    CountedFailures,
+]
+
+
+def kinds(client: AsyncWebClient) -> list[type]:
+    """The client's retry handlers, each as the slack_sdk handler it counts the retries of."""
+    return [type(getattr(h, "handler", h)) for h in client.retry_handlers]
 
 
 @pytest.fixture
@@ -102,11 +113,25 @@ async def test_only_the_failing_post_is_retried(
     assert len(sleeps) == 1
 
 
+async def test_each_retry_and_each_call_that_failed_after_them_is_counted(
+    local_slack: LocalSlack, retrying: AsyncWebClient, sleeps: list[float], meter: RecordingMeter
+) -> None:
+    local_slack.inject_failures(method="chat.postMessage", status=429, times=1, retry_after=1)
+    await retrying.chat_postMessage(channel=CHANNEL, text="card")  # one retry, then delivered
+    local_slack.inject_failures(method="chat.update", status=503, times=None)
+    with pytest.raises(SlackApiError):
+        await retrying.chat_update(channel=CHANNEL, ts="1.0", text="x")  # every retry, then the error
+    with pytest.raises(SlackApiError):
+        await retrying.chat_delete(channel=CHANNEL, ts="9.9")  # Slack's ok: false, retried by nobody
+    assert meter.of("SlackRetries") == [1.0] * (1 + SERVER_ERROR_RETRIES)
+    assert meter.of("SlackErrors") == [1.0, 1.0]
+
+
 def test_each_client_gets_its_own_handlers() -> None:
     first = web_client(token=None, base_url="http://127.0.0.1:1/api/")
     second = web_client(token="xoxb-x", base_url="http://127.0.0.1:1/api/")
-    assert [type(h) for h in first.retry_handlers] == HANDLER_TYPES
-    assert [h.max_retry_count for h in first.retry_handlers] == [1, RATE_LIMIT_RETRIES, SERVER_ERROR_RETRIES]
+    assert kinds(first) == HANDLER_TYPES
+    assert [h.max_retry_count for h in first.retry_handlers[:3]] == [1, RATE_LIMIT_RETRIES, SERVER_ERROR_RETRIES]
     assert not set(map(id, first.retry_handlers)) & set(map(id, second.retry_handlers))
 
 
@@ -127,7 +152,7 @@ def test_the_bots_clients_come_from_the_factory(local_slack: LocalSlack, tmp_pat
     try:
         app = build_app(services, handoff=InProcessHandoff(services=services))
         for client in (services.client, app.client):
-            assert [type(h) for h in client.retry_handlers] == HANDLER_TYPES
+            assert kinds(client) == HANDLER_TYPES
             assert client.base_url == local_slack.api_url
         assert services.client.token == LOCAL_BOT_TOKEN and app.client.token is None
     finally:

@@ -131,7 +131,7 @@ def _assert_nothing_leaked(bots: Iterable[BotProcess], slack: LocalSlack, answer
     for bot in bots:
         log = bot.output()
         assert "DEBUG" in log, "the session really ran at DEBUG"
-        assert "Traceback" not in log and " ERROR " not in log, log[-3000:]
+        assert "Traceback" not in log and " ERROR " not in log and '"level":"ERROR"' not in log, log[-3000:]
         hits = [(n, line) for n, line in enumerate(log.splitlines(), 1) if leaks(line, SECRETS)]
         assert hits == [], f"secrets in {bot.log.name}: {hits[:3]}"
     slack_side = _everything_slack_saw(slack, answers)
@@ -177,7 +177,9 @@ async def test_a_full_session_at_debug_logs_and_posts_no_secret(
     await eventually(lambda: "sweep round" in bot.output(), timeout=10, what="the sweeper to go round")
 
     # Socket Mode: the app token opens the socket, so it is the one this half is about.
-    socket = await start_bot(backend=dynamodb_backend, extra_env=_env(dynamodb_backend), mode="socket")
+    # ... and with the JSON log lines and the metrics on: Powertools' formatter logs no more.
+    structured = {**_env(dynamodb_backend), "LOG_FORMAT": "json", "METRICS": "on"}
+    socket = await start_bot(backend=dynamodb_backend, extra_env=structured, mode="socket")
     over_socket = Session(local_slack, user_for(socket))
     card = await over_socket.new_card("run guarded-write over-the-socket")
     await over_socket.user.click(message=card, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
