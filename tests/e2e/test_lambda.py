@@ -12,6 +12,7 @@ DynamoDB requests per cycle, cold and warm acks).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -284,9 +285,10 @@ async def test_forged_self_invocations_and_stray_events_do_nothing(deployment: L
     assert d.local_lambda.invocations == [start], "nothing handed on"
     log = target.stderr_text()
     refusals = [line for line in log.splitlines() if "refused an event posing as this function's own work" in line]
-    assert len(refusals) == len(forged) and all(line.startswith("[WARNING]") for line in refusals), log
+    # One JSON line each (LOG_FORMAT's default on Lambda), at WARNING.
+    assert len(refusals) == len(forged) and all(json.loads(line)["level"] == "WARNING" for line in refusals), log
     assert len([line for line in log.splitlines() if "ignored an event" in line]) == 1, log
-    assert "[ERROR]" not in log
+    assert '"level":"ERROR"' not in log
     no_tracebacks(log)
 
     # The genuine envelope still works, in the very container that refused the others.
