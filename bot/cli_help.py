@@ -40,6 +40,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "MAX_WAITING_RUNS": "unfinished runs one person may have at once; 0 for no limit (default 20)",
     "LOG_LEVEL": "DEBUG, INFO (default), WARNING, ERROR or CRITICAL",
     "LOG_LEVEL*": "DEBUG, INFO, WARNING (default here), ERROR or CRITICAL",
+    "LOG_FORMAT": "text (default) or json: one JSON object a line, naming the run, ask, graph and request",
+    "METRICS": "on to write CloudWatch metrics as EMF lines on stdout (default off; docs/metrics.md)",
 }
 """A name ending in ``*`` is the same variable described for one command in particular."""
 
@@ -67,9 +69,9 @@ _ENGINE: Final = (
 )
 
 READS: Final[dict[str, tuple[str, ...]]] = {
-    "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL"),
-    "socket": (*_SLACK, "SLACK_APP_TOKEN", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL"),
-    "sweep": (*_SLACK, *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL"),
+    "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL", "LOG_FORMAT", "METRICS"),
+    "socket": (*_SLACK, "SLACK_APP_TOKEN", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL", "LOG_FORMAT", "METRICS"),
+    "sweep": (*_SLACK, *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL", "LOG_FORMAT", "METRICS"),
     "create-table": (
         "DYNAMODB_TABLE*",
         "SNAPSHOT_BUCKET*",

@@ -105,7 +105,8 @@ def log(run_id: str, events: Iterable[AuditEvent], *, run: Run | None = None) ->
     """One log line per event, for the history the record does not keep; with ``run``, the
     record whose landed save added them, also the metrics they count (``engine.metrics``)."""
     events = list(events)
-    about = log_context.fields(run_id=run_id, graph=run.graph if run is not None else None)
+    named = run_id if run_id != "-" else None  # "-": a start refused before it had an id
+    about = log_context.fields(run_id=named, graph=run.graph if run is not None else None)
     for event in events:
         extra = {**about, **({"ask_id": event.ask} if event.ask else {})}
         logger.info("audit %s", json.dumps({"run": run_id, **event.to_dict()}, ensure_ascii=False), extra=extra)
