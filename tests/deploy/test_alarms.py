@@ -16,30 +16,17 @@ from typing import Any
 
 import pytest
 
+from bot.metrics import DEFAULT_NAMESPACE as DEFAULT_METRICS_NAMESPACE
+from engine import metrics
 from tests.deploy.test_template import Template, load_sam, props, render, resources
 
-# The metric catalog of issue 22 (name -> unit, dimensions). engine/metrics.py owns it: this
-# is the ONE place the test names it, so that pointing the test at that module is one edit.
-CATALOG: dict[str, tuple[str, tuple[str, ...]]] = {
-    "AsksRaised": ("Count", ("graph",)),
-    "Decisions": ("Count", ("graph", "outcome")),
-    "TimeToDecision": ("Seconds", ("graph",)),
-    "AutoDecisions": ("Count", ("graph",)),
-    "Expiries": ("Count", ("graph",)),
-    "RunsEnded": ("Count", ("graph", "outcome")),
-    "PassDuration": ("Milliseconds", ("graph",)),
-    "SlackErrors": ("Count", ()),
-    "SlackRetries": ("Count", ()),
-    "StoreErrors": ("Count", ()),
-    "DeliveriesOwed": ("Count", ()),
-    "OldestAskAge": ("Seconds", ()),
-    "SweeperRuns": ("Count", ()),
-}
+# The metric catalog (name -> unit, dimensions) and the outcomes, as engine/metrics.py owns them.
+CATALOG: dict[str, tuple[str, tuple[str, ...]]] = {m.name: (m.unit, m.dimensions) for m in metrics.CATALOG}
 OUTCOMES: dict[str, frozenset[str]] = {
-    "Decisions": frozenset({"approved", "rejected", "replied", "edited", "expired", "auto_approved", "auto_rejected"}),
-    "RunsEnded": frozenset({"completed", "failed", "rejected", "cancelled"}),
+    "Decisions": frozenset(metrics.DECISION_OUTCOMES),
+    "RunsEnded": frozenset(metrics.RUN_OUTCOMES),
 }
-DEFAULT_NAMESPACE = "ApprovalBot"  # POWERTOOLS_METRICS_NAMESPACE's default in the code
+DEFAULT_NAMESPACE = DEFAULT_METRICS_NAMESPACE
 
 FUNCTION, QUEUE = "ApprovalBotFunction", "FailedInvocationsQueue"
 # AWS metrics an alarm or a widget may read, with the dimension naming this stack's resource.
