@@ -6,6 +6,7 @@ scripted model) so each count comes from where the facts are saved (``engine.aud
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -119,3 +120,36 @@ async def test_a_sweep_counts_what_is_owed_and_a_store_error_is_counted(store, m
     with pytest.raises(StoreError):
         store.run_statuses([object()])  # sqlite3 refuses the parameter: StoreBroken
     assert meter.of("StoreErrors") == [1.0]
+
+
+class ClickDuringPass(SqliteRunStore):
+    """The real store; the pass's first save finds a click that landed on the other ask
+    while the pass ran (another process's engine recorded it): the save conflicts, merges."""
+
+    clicked: Decision | None = None
+    other_ask: str = ""
+
+    def save(self, run: Run, *, expected_version: int, write_id: str | None = None) -> Run:
+        if self.clicked is not None and run.status is RunStatus.WAITING and run.run_id:
+            decision, self.clicked = self.clicked, None
+            other = engine_at(self, RecordingPublisher())
+            asyncio.run(other.decide(run_id=run.run_id, ask_key=self.other_ask, decision=decision))
+        return super().save(run, expected_version=expected_version, write_id=write_id)
+
+
+async def test_a_click_landed_during_a_pass_is_counted_once(tmp_path: Path, publisher, meter: RecordingMeter) -> None:  # type: ignore[no-untyped-def]
+    """Its decision is counted by the process that recorded it, not again by the pass whose
+    save adopted it (``Saver.save`` merges it into the pass's trail)."""
+    store = ClickDuringPass(tmp_path / "runs.db")
+    engine = engine_at(store, publisher)
+    run = await engine.start(graph="two-asks", task="t", user="U0", channel="C1")
+    left, right = sorted(a.key for a in run.pending_asks())
+    store.other_ask = right
+    store.clicked = Decision(verdict=Verdict.APPROVE, user="U2", at=time.time())
+    approve = Decision(verdict=Verdict.APPROVE, user="U1", at=time.time())
+    decided = await engine.decide(run_id=run.run_id, ask_key=left, decision=approve, claim=True)
+    await engine.follow_up(decided)
+    assert store.clicked is None, "the click landed during the pass"
+
+    assert meter.of("Decisions", graph="two-asks", outcome="approved") == [1.0, 1.0], "each answer once"
+    assert len(meter.of("TimeToDecision", graph="two-asks")) == 2
