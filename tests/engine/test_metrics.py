@@ -153,3 +153,17 @@ async def test_a_click_landed_during_a_pass_is_counted_once(tmp_path: Path, publ
 
     assert meter.of("Decisions", graph="two-asks", outcome="approved") == [1.0, 1.0], "each answer once"
     assert len(meter.of("TimeToDecision", graph="two-asks")) == 2
+
+
+async def test_the_sweep_sees_a_waiting_ask_at_its_reminder_not_before(store, publisher, meter: RecordingMeter) -> None:  # type: ignore[no-untyped-def]
+    """What the asks-waiting alarm can see (docs/operations.md, "Asks waiting too long"):
+    a waiting run is read by a sweep only when something is due on it, so an ask's age is
+    reported at its reminder (halfway to its expiry by default), not at any earlier age."""
+    run = await engine_at(store, publisher).start(graph="guarded-write", task="t", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    (remind_at,) = ask.rules.remind_at
+    early = (remind_at - ask.created_at) / 2
+    await engine_at(store, publisher, ahead=early).sweep()
+    assert max(meter.of("OldestAskAge")) == 0.0, "not due: not read, whatever its age"
+    await engine_at(store, publisher, ahead=remind_at - ask.created_at + 1).sweep()
+    assert max(meter.of("OldestAskAge")) >= remind_at - ask.created_at
