@@ -167,3 +167,23 @@ async def test_the_sweep_sees_a_waiting_ask_at_its_reminder_not_before(store, pu
     assert max(meter.of("OldestAskAge")) == 0.0, "not due: not read, whatever its age"
     await engine_at(store, publisher, ahead=remind_at - ask.created_at + 1).sweep()
     assert max(meter.of("OldestAskAge")) >= remind_at - ask.created_at
+
+
+async def test_an_ask_raised_again_after_a_takeover_counts_as_raised(store, publisher, meter: RecordingMeter) -> None:  # type: ignore[no-untyped-def]
+    """A "may have acted" ask is a new ask on a card that someone decides: counted as raised,
+    so that the asks raised and the decisions add up on the dashboard."""
+    from tests.engine.conftest import died_holding_approval
+
+    died = await died_holding_approval(store, publisher)
+    sweeper = engine_at(store, publisher)
+    (swept,) = await sweeper.sweep()
+    (again,) = swept.pending_asks()
+    retry = Decision(verdict=Verdict.RETRY, user="U1", at=time.time())
+    done = await sweeper.follow_up(
+        await sweeper.decide(run_id=died.run_id, ask_key=again.key, decision=retry, claim=True)
+    )
+    assert done is not None and done.status is RunStatus.COMPLETED
+    g = "guarded-write"
+    raised = sum(meter.of("AsksRaised", graph=g))
+    decided = sum(sum(meter.of("Decisions", graph=g, outcome=o)) for o in metrics.DECISION_OUTCOMES)
+    assert (raised, decided) == (2.0, 2.0)
