@@ -527,11 +527,12 @@ class RunEngine:
                     unposted = {a.key for a in outcome.new_asks} | ({FINAL} if target.status.terminal else set())
                     unposted |= {a.key for a in reviewed.new_asks}
                 crash_point("passed")
-                saved, landed = await self._saver.save(run, target, beat=beat)
+                saved, landed, adopted = await self._saver.save(run, target, beat=beat)
             crash_point("saved")
             if not landed:
                 return saved
-            audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit], run=saved)
+            # Only this pass's events: a click's that landed meanwhile was logged (and counted) by it.
+            audit.log(saved.run_id, [e for e in saved.audit if e not in run.audit and e.id not in adopted], run=saved)
             tracing.asks_finished(run, saved, by=traced)
             if saved.status.leased and saved.lease_owner == run.lease_owner:
                 going_on = saved.evolve(snapshot=saved.snapshot or target.snapshot)

@@ -47,7 +47,10 @@ GRAPH: Final = "graph"
 OUTCOME: Final = "outcome"
 
 ASKS_RAISED = Metric(
-    name="AsksRaised", unit="Count", dimensions=(GRAPH,), counts="a new ask is saved (auto-decided ones too)"
+    name="AsksRaised",
+    unit="Count",
+    dimensions=(GRAPH,),
+    counts="a new ask is saved (auto-decided ones too, and one asked again after a takeover)",
 )
 DECISIONS = Metric(
     name="Decisions",
@@ -189,7 +192,7 @@ def counted(run: Run, events: Iterable[AuditEvent]) -> None:
     graph = run.graph
     for event in events:
         ask = run.asks.get(event.ask) if event.ask else None
-        if event.kind == "asked":
+        if event.kind in ("asked", "may_have_acted"):  # asked again after a takeover: a new ask too
             add(ASKS_RAISED, graph=graph)
         elif event.kind in ("decided", "expired", "auto_decided") and ask is not None and ask.decision is not None:
             end = ending(ask)

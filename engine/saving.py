@@ -80,26 +80,31 @@ class Saver:
         self._store = store
         self._clock = clock
 
-    async def save(self, claimed: Run, target: Run, *, beat: Beat) -> tuple[Run, bool]:
+    async def save(self, claimed: Run, target: Run, *, beat: Beat) -> tuple[Run, bool, frozenset[str]]:
         """Save ``target`` at the claimed version, adopting what others recorded meanwhile.
 
         Returns the run as stored and True, or the run as another process holds it and
-        False when this one lost its lease (or could save nothing before it ran out).
+        False when this one lost its lease (or could save nothing before it ran out); and
+        the ids of the audit events adopted from others' writes (a click's decision landed
+        during the pass): their writers logged and counted them, so the caller must not.
         """
         fallback = failed_record(claimed, now=self._clock(), error="the run's progress could not be saved")
         expected, delay, failing_since = claimed.version, FIRST_DELAY, None
         write_id = secrets.token_hex(8)  # the same across retries of one target: a landed attempt is ours
         stored = claimed
+        adopted: frozenset[str] = frozenset()
         while True:
             target = enforced(target, now=self._clock(), where="the save of a pass", before=stored)
             try:
-                return await in_thread(self._store.save, target, expected_version=expected, write_id=write_id), True
+                saved = await in_thread(self._store.save, target, expected_version=expected, write_id=write_id)
+                return saved, True, adopted
             except VersionConflict:
                 fresh = await self._reload(claimed, beat=beat)
                 if fresh is None or fresh.lease_owner != claimed.lease_owner:
                     logger.warning("run %s: lost the lease during a pass; dropped its result", claimed.run_id)
-                    return (fresh if fresh is not None else claimed), False
+                    return (fresh if fresh is not None else claimed), False, adopted
                 write_id, stored = secrets.token_hex(8), fresh
+                adopted |= {e.id for e in fresh.audit if e not in claimed.audit}
                 target = merge_concurrent_decisions(claimed=claimed, mine=target, fresh=fresh)
                 fallback = merge_concurrent_decisions(claimed=claimed, mine=fallback, fresh=fresh)
                 if fresh.cancelled_by and not target.status.terminal:
@@ -119,7 +124,7 @@ class Saver:
                     continue
                 if target is fallback or beat.lost:
                     logger.error("run %s: could not save; its lease will expire and be taken over", claimed.run_id)
-                    return claimed, False
+                    return claimed, False, adopted
                 # Out of time or refused for good: end the run instead. Tried even when the
                 # lease may be gone: the fallback is conditional on this claim, so a
                 # takeover's record is never overwritten, and without it the takeover

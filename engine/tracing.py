@@ -97,14 +97,35 @@ def pass_span(*, run: Run, answering: Iterable[Ask]) -> Iterator[PassTrace]:
     if tracer is None:
         yield PassTrace()
         return
+    from opentelemetry import context as otel_context
     from opentelemetry import trace
 
-    links = [trace.Link(c) for a in answering if (c := _ask_context(run.run_id, a)) is not None]
-    attributes = {"approval_bot.run_id": run.run_id, "approval_bot.graph": run.graph}
-    with tracer.start_as_current_span(PASS_SPAN, attributes=attributes, links=links) as span:
+    try:
+        links = [trace.Link(c) for a in answering if (c := _ask_context(run.run_id, a)) is not None]
+        attributes = {"approval_bot.run_id": run.run_id, "approval_bot.graph": run.graph}
+        span = tracer.start_span(PASS_SPAN, attributes=attributes, links=links)
         context = span.get_span_context()
         traced = context.is_valid and context.trace_flags.sampled
+    except Exception:  # a span processor's or exporter's bug: the pass runs untraced
+        logger.warning("run %s: the pass span could not be started", run.run_id, exc_info=True)
+        yield PassTrace()
+        return
+    # Not ``start_as_current_span``: its end (the processors' ``on_end``) comes after the
+    # graph ran its side effects, and an error there must never lose the pass's result.
+    token = otel_context.attach(trace.set_span_in_context(span))
+    try:
         yield PassTrace(span=span, context=_text(context) if traced else None)
+    except Exception as error:
+        with contextlib.suppress(Exception):
+            span.record_exception(error)
+            span.set_status(trace.Status(trace.StatusCode.ERROR, type(error).__name__))
+        raise
+    finally:
+        otel_context.detach(token)
+        try:
+            span.end()
+        except Exception:
+            logger.warning("run %s: the pass span could not be ended", run.run_id, exc_info=True)
 
 
 def asks_finished(before: Run, after: Run, *, by: PassTrace | None = None) -> None:

@@ -306,14 +306,26 @@ def store_error(exc: Exception) -> StoreError:
 
 
 def mapped(method: Callable[P, T]) -> Callable[P, T]:
-    """Raise botocore's errors from ``method`` as the store's (see ``store_error``)."""
+    """Raise botocore's errors from ``method`` as the store's (see ``store_error``), and
+    count each failure (``StoreErrors``), the store's own too: a batch DynamoDB throttles
+    answers 200 with items left unprocessed, and the store gives up by itself."""
 
     @functools.wraps(method)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return method(*args, **kwargs)
         except (ClientError, botocore.exceptions.BotoCoreError) as exc:
-            metrics.add(metrics.STORE_ERRORS)
-            raise store_error(exc) from exc
+            raise _counted(store_error(exc)) from exc
+        except (StoreUnavailable, StoreBroken) as error:
+            _counted(error)
+            raise
 
     return call
+
+
+def _counted(error: StoreError) -> StoreError:
+    """``error``, counted once however many mapped calls it passes through."""
+    if not getattr(error, "_counted", False):
+        metrics.add(metrics.STORE_ERRORS)
+        error._counted = True  # type: ignore[attr-defined]
+    return error

@@ -258,3 +258,29 @@ def test_the_dashboard_widgets_do_not_overlap(cfn: Template) -> None:
         mine = {(i, j) for i in range(x, x + w) for j in range(y, y + h)}
         assert not mine & cells, widget
         cells |= mine
+
+
+_STATISTIC = {"SUM": "Sum", "MAX": "Maximum", "AVG": "Average", "MIN": "Minimum"}
+
+
+def test_every_query_reads_its_metric_as_the_docs_say(cfn: Template) -> None:
+    """Each alarm and widget aggregates a metric the way docs/metrics.md says to read it:
+    a sweep's ``DeliveriesOwed`` is 1 per run it saw (a Maximum of those is always 1)."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    read_as = {
+        cells[0].strip(" `"): cells[-1]
+        for line in doc.splitlines()
+        if line.startswith("| `") and (cells := [c.strip() for c in line.split("|")[1:-1]])
+    }
+    widgets = [w for w in dashboard_body(cfn)["widgets"] if w["type"] == "metric"]
+    queries = [m[0]["expression"] for w in widgets for m in w["properties"]["metrics"] if isinstance(m[0], dict)]
+    for alarm in resources(cfn, "AWS::CloudWatch::Alarm").values():
+        queries += [_sub_text(m["Expression"]) for m in alarm["Properties"].get("Metrics", []) if "Expression" in m]
+    wrong = []
+    for query in (q.replace("${MetricsNamespace}", NAMESPACE_REF) for q in queries if isinstance(q, str)):
+        match = _QUERY.fullmatch(query)
+        if match is not None and _STATISTIC[match["fn"]] not in read_as[match["metric"]]:
+            wrong.append(f"{query}: read as {read_as[match['metric']]}")
+    assert wrong == []

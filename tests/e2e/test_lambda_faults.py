@@ -220,7 +220,9 @@ async def test_slack_secrets_from_secrets_manager(deployment: LambdaDeployment) 
     d = deployment
     signing_secret = f"sm-signing-{uuid.uuid4().hex}"
     arn = _secret(d.moto, {"SLACK_BOT_TOKEN": d.slack.bot_token, "SLACK_SIGNING_SECRET": signing_secret})
-    pool = d.pool({"SLACK_SECRET_ARN": arn, "AWS_ENDPOINT_URL_SECRETS_MANAGER": d.moto.url}, drop=SLACK_SECRETS)
+    # At DEBUG, in JSON lines (Lambda's default format) and with the metrics on: still no secret.
+    env = {"SLACK_SECRET_ARN": arn, "AWS_ENDPOINT_URL_SECRETS_MANAGER": d.moto.url, "LOG_LEVEL": "DEBUG"}
+    pool = d.pool({**env, "METRICS": "on"}, drop=SLACK_SECRETS)
     assert not set(SLACK_SECRETS) & set(pool.env)
     front = pool.new()
     user, transport = d.user(front, signing_secret=signing_secret)
@@ -245,6 +247,7 @@ async def test_slack_secrets_from_secrets_manager(deployment: LambdaDeployment) 
         log = container.stderr_text()
         assert signing_secret not in log and d.slack.bot_token not in log, container.name
         assert "Traceback" not in log
+    assert any('"level":"DEBUG"' in c.stderr_text() for c in pool.containers), "the search covered DEBUG lines"
 
 
 @pytest.mark.parametrize("problem", ["absent", "incomplete", "unset"])

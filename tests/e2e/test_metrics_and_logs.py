@@ -10,10 +10,11 @@ object, and each line about the run names it.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from localslack import LocalSlack
-from tests.e2e.conftest import CHANNEL, Backend, StartBot, cards, finished_message, run_of
+from tests.e2e.conftest import CHANNEL, Backend, StartBot, cards, eventually, finished_message, run_of
 from tests.e2e.lambda_env import LambdaDeployment
 from tests.support.emf import Datapoint, datapoints, records, values_of
 
@@ -101,3 +102,30 @@ async def test_the_server_writes_metrics_and_json_lines_about_its_runs(
         assert (line.get("run_id"), line.get("graph")) == (run.run_id, GRAPH), line
         assert line.get("request_id"), line
     assert {r["service"] for r in lines if "_aws" not in r} == {"approval-bot"}
+
+
+async def test_a_click_landing_during_a_pass_is_counted_once(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: Any, markers_file: Path
+) -> None:
+    """Two parallel asks: the second is approved while the pass the first's approval started
+    runs. That pass's save conflicts and adopts the second decision (``Saver.save``); the
+    decision is counted by the click that recorded it, and not again by the adopting save."""
+    bot = await start_bot(backend=backend, extra_env={"METRICS": "on", "APPROVAL_BOT_TEST_SLOW_SECONDS": "1"})
+    user = user_for(bot)
+    await user.slash_command(text="run two-asks t", user_id="U0ALICE", channel_id=CHANNEL)
+    pair = await local_slack.wait_for(
+        lambda: len(cards(local_slack)) == 2 and cards(local_slack), timeout=30, what="2 cards"
+    )
+    left, right = sorted(pair, key=lambda card: "right:t" in str(card["blocks"]))
+    started = Path(f"{markers_file}.approval_bot_test_started")
+    await user.click(message=left, label="Approve", user_id="U0BOB", channel_id=CHANNEL)
+    await eventually(started.exists, timeout=10, what="the first approval's pass to run its step")
+    await user.click(message=right, label="Approve", user_id="U0CAROL", channel_id=CHANNEL)
+    await local_slack.wait_for(lambda: finished_message(local_slack), timeout=30, what="the result")
+    await bot.stop()
+
+    points = datapoints(bot.output())
+    assert values_of(points, "Decisions", graph="two-asks", outcome="approved") == [1.0, 1.0], "each approval once"
+    assert len(values_of(points, "TimeToDecision", graph="two-asks")) == 2
+    audit = [line for line in bot.output().splitlines() if "audit {" in line and '"kind": "decided"' in line]
+    assert len(audit) == 2, audit

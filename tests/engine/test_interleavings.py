@@ -510,14 +510,14 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> None:
             inv.pass_started(MACHINE.ledger, before, run)
         return step
 
-    async def watched_save(self: Saver, claimed: Run, target: Run, *, beat: Any) -> tuple[Run, bool]:
-        saved, landed = await save(self, claimed, target, beat=beat)
+    async def watched_save(self: Saver, claimed: Run, target: Run, *, beat: Any) -> tuple[Run, bool, frozenset[str]]:
+        saved, landed, adopted = await save(self, claimed, target, beat=beat)
         if landed and MACHINE is not None:
             for key, ask in claimed.asks.items():
                 after = saved.asks.get(key)
                 if ask.status is AskStatus.DECIDED and after is not None and after.status is AskStatus.CONSUMED:
                     MACHINE.ledger.consumed[(claimed.run_id, key)] += 1
-        return saved, landed
+        return saved, landed, adopted
 
     monkeypatch.setattr(RunEngine, "_hold", watched_hold)
     monkeypatch.setattr(RunEngine, "_pass", watched_pass)

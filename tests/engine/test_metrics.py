@@ -6,6 +6,7 @@ scripted model) so each count comes from where the facts are saved (``engine.aud
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -119,3 +120,70 @@ async def test_a_sweep_counts_what_is_owed_and_a_store_error_is_counted(store, m
     with pytest.raises(StoreError):
         store.run_statuses([object()])  # sqlite3 refuses the parameter: StoreBroken
     assert meter.of("StoreErrors") == [1.0]
+
+
+class ClickDuringPass(SqliteRunStore):
+    """The real store; the pass's first save finds a click that landed on the other ask
+    while the pass ran (another process's engine recorded it): the save conflicts, merges."""
+
+    clicked: Decision | None = None
+    other_ask: str = ""
+
+    def save(self, run: Run, *, expected_version: int, write_id: str | None = None) -> Run:
+        if self.clicked is not None and run.status is RunStatus.WAITING and run.run_id:
+            decision, self.clicked = self.clicked, None
+            other = engine_at(self, RecordingPublisher())
+            asyncio.run(other.decide(run_id=run.run_id, ask_key=self.other_ask, decision=decision))
+        return super().save(run, expected_version=expected_version, write_id=write_id)
+
+
+async def test_a_click_landed_during_a_pass_is_counted_once(tmp_path: Path, publisher, meter: RecordingMeter) -> None:  # type: ignore[no-untyped-def]
+    """Its decision is counted by the process that recorded it, not again by the pass whose
+    save adopted it (``Saver.save`` merges it into the pass's trail)."""
+    store = ClickDuringPass(tmp_path / "runs.db")
+    engine = engine_at(store, publisher)
+    run = await engine.start(graph="two-asks", task="t", user="U0", channel="C1")
+    left, right = sorted(a.key for a in run.pending_asks())
+    store.other_ask = right
+    store.clicked = Decision(verdict=Verdict.APPROVE, user="U2", at=time.time())
+    approve = Decision(verdict=Verdict.APPROVE, user="U1", at=time.time())
+    decided = await engine.decide(run_id=run.run_id, ask_key=left, decision=approve, claim=True)
+    await engine.follow_up(decided)
+    assert store.clicked is None, "the click landed during the pass"
+
+    assert meter.of("Decisions", graph="two-asks", outcome="approved") == [1.0, 1.0], "each answer once"
+    assert len(meter.of("TimeToDecision", graph="two-asks")) == 2
+
+
+async def test_the_sweep_sees_a_waiting_ask_at_its_reminder_not_before(store, publisher, meter: RecordingMeter) -> None:  # type: ignore[no-untyped-def]
+    """What the asks-waiting alarm can see (docs/operations.md, "Asks waiting too long"):
+    a waiting run is read by a sweep only when something is due on it, so an ask's age is
+    reported at its reminder (halfway to its expiry by default), not at any earlier age."""
+    run = await engine_at(store, publisher).start(graph="guarded-write", task="t", user="U0", channel="C1")
+    (ask,) = run.pending_asks()
+    (remind_at,) = ask.rules.remind_at
+    early = (remind_at - ask.created_at) / 2
+    await engine_at(store, publisher, ahead=early).sweep()
+    assert max(meter.of("OldestAskAge")) == 0.0, "not due: not read, whatever its age"
+    await engine_at(store, publisher, ahead=remind_at - ask.created_at + 1).sweep()
+    assert max(meter.of("OldestAskAge")) >= remind_at - ask.created_at
+
+
+async def test_an_ask_raised_again_after_a_takeover_counts_as_raised(store, publisher, meter: RecordingMeter) -> None:  # type: ignore[no-untyped-def]
+    """A "may have acted" ask is a new ask on a card that someone decides: counted as raised,
+    so that the asks raised and the decisions add up on the dashboard."""
+    from tests.engine.conftest import died_holding_approval
+
+    died = await died_holding_approval(store, publisher)
+    sweeper = engine_at(store, publisher)
+    (swept,) = await sweeper.sweep()
+    (again,) = swept.pending_asks()
+    retry = Decision(verdict=Verdict.RETRY, user="U1", at=time.time())
+    done = await sweeper.follow_up(
+        await sweeper.decide(run_id=died.run_id, ask_key=again.key, decision=retry, claim=True)
+    )
+    assert done is not None and done.status is RunStatus.COMPLETED
+    g = "guarded-write"
+    raised = sum(meter.of("AsksRaised", graph=g))
+    decided = sum(sum(meter.of("Decisions", graph=g, outcome=o)) for o in metrics.DECISION_OUTCOMES)
+    assert (raised, decided) == (2.0, 2.0)

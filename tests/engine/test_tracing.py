@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision as Sampled
@@ -183,3 +183,42 @@ def test_the_ack_path_imports_no_opentelemetry() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+class _Broken(SpanProcessor):
+    """A span processor that raises for the engine's pass span (an exporter's bug, say)."""
+
+    on = False
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if self.on and span.name == PASS_SPAN:
+            raise RuntimeError("the processor broke at the start")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.on and span.name == PASS_SPAN:
+            raise RuntimeError("the processor broke at the end")
+
+
+_BROKEN = _Broken()
+
+
+async def test_a_span_processor_that_raises_fails_no_pass(
+    spans: InMemorySpanExporter, store: SqliteRunStore, publisher: RecordingPublisher
+) -> None:
+    """The pass span ends after the graph ran its side effects: a tracer that raises there
+    must not lose the pass (it would be taken over and asked again), nor at its start."""
+    provider = trace.get_tracer_provider()
+    assert isinstance(provider, TracerProvider)
+    if _BROKEN not in provider._active_span_processor._span_processors:  # type: ignore[attr-defined]
+        provider.add_span_processor(_BROKEN)
+    _BROKEN.on = True
+    try:
+        engine = RunEngine(store=store, graphs=RegistrySource(), publisher=publisher)
+        run = await engine.start(graph="guarded-write", task="t", user="U0REQ", channel="C1")
+        (waiting,) = run.pending_asks()
+        approve = Decision(verdict=Verdict.APPROVE, user="U0ALICE", at=time.time())
+        result = await engine.decide(run_id=run.run_id, ask_key=waiting.key, decision=approve, claim=True)
+        ended = await engine.follow_up(result)
+    finally:
+        _BROKEN.on = False
+    assert ended is not None and ended.status is RunStatus.COMPLETED

@@ -99,3 +99,41 @@ def test_a_listing_whose_runs_stay_unprocessed_backs_off_then_gives_up(monkeypat
         store.recent(channel="C1")
     assert Throttled.calls == dynamo_inbox._ATTEMPTS and len(sleeps) == dynamo_inbox._ATTEMPTS - 1
     assert all(s > 0 for s in sleeps), "every retry waited"
+
+
+def test_a_store_error_the_store_raises_itself_is_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``StoreErrors`` counts a store call that fails, whatever raised it: DynamoDB throttles a
+    batch by leaving items unprocessed (no botocore error), and the store then gives up
+    itself. Counted once, though it passes through nested mapped calls."""
+    from engine import metrics
+    from persistence import dynamo_inbox
+    from persistence.dynamodb import DynamoRunStore
+    from tests.support.meters import RecordingMeter
+
+    key = {"pk": {"S": "run#r1"}, "sk": {"S": "run"}}
+
+    class Throttled:
+        def query(self, **kwargs: object) -> dict[str, object]:
+            return {"Items": [key]}
+
+        def batch_get_item(self, **kwargs: object) -> dict[str, object]:
+            return {"Responses": {}, "UnprocessedKeys": {"t": {"Keys": [key]}}}
+
+        def __getattr__(self, operation: str) -> object:
+            def refused(**kwargs: object) -> None:
+                raise _client_error("ProvisionedThroughputExceededException", 400)
+
+            return refused
+
+    monkeypatch.setattr(dynamo_inbox.time, "sleep", lambda seconds: None)
+    meter = RecordingMeter()
+    previous = metrics.install(meter)
+    try:
+        store = DynamoRunStore("t", client=Throttled())  # type: ignore[arg-type]
+        with pytest.raises(StoreUnavailable):
+            store.recent(channel="C1")
+        with pytest.raises(StoreError):
+            store.save(make_run("r1"), expected_version=0)  # a ClientError, through nested calls
+    finally:
+        metrics.install(previous)
+    assert meter.of("StoreErrors") == [1.0, 1.0]
