@@ -206,6 +206,7 @@ class Services:
             lease_seconds=self.settings.lease_seconds,
             directory=self.directory,
             default_expires_after=self.settings.ask_expires_after,
+            ask_alarm_after=self.settings.ask_alarm_after,
             retention_seconds=self.settings.run_retention_days * 86400,
             progress=live != "off",
             start_limits=StartLimits(

@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     ask_expires_after: float = Field(
         default=DEFAULT_EXPIRES_AFTER, alias="ASK_EXPIRES_AFTER", gt=0, allow_inf_nan=False
     )
+    # The asks-waiting alarm's threshold (template.yaml's OldestAskAlarmSeconds): every ask
+    # raised gets a reminder at that age, so that the sweeper reads its run and reports
+    # OldestAskAge then (engine.policy.with_alarm_reminder). Unset: no such reminder.
+    ask_alarm_after: float | None = Field(default=None, alias="ASK_ALARM_AFTER", gt=0, allow_inf_nan=False)
     # How long a finished run is kept (DynamoDB: its TTL; SQLite: the sweeper purges it).
     run_retention_days: float = Field(default=30.0, alias="RUN_RETENTION_DAYS", gt=0, allow_inf_nan=False)
     # A run's status message: streamed where Slack can (else edited in place), edited in
@@ -152,6 +156,7 @@ _SHAPES: Final[dict[str, tuple[str, str, str]]] = {
     "CANCEL_CHECK_SECONDS": ("a number of seconds from 0 to 60", "1", "1"),
     "DIRECTORY_TTL_SECONDS": ("a number of seconds, more than 0 and at most 3600", "60", "60"),
     "ASK_EXPIRES_AFTER": ("a number of seconds, more than 0", "86400", f"{DEFAULT_EXPIRES_AFTER:g}"),
+    "ASK_ALARM_AFTER": ("a number of seconds, more than 0", "86400", "no alarm reminder"),
     "RUN_RETENTION_DAYS": ("a number of days, more than 0", "30", "30"),
     "LIVE_PROGRESS": ("stream, update or off", "update", "stream"),
     "MAX_STARTS_PER_MINUTE": (

@@ -90,6 +90,7 @@ class RunEngine:
         new_id: Callable[[], str] = new_run_id,
         directory: Directory | None = None,
         default_expires_after: float = DEFAULT_EXPIRES_AFTER,
+        ask_alarm_after: float | None = None,
         retention_seconds: float | None = None,
         progress: bool = False,
         cancel_check_seconds: float | None = None,
@@ -118,6 +119,8 @@ class RunEngine:
         self._working = 0
         self._directory = directory
         self._default_wait = default_expires_after
+        # ASK_ALARM_AFTER: every ask raised gets a reminder at that age (``Policy.rules_for``).
+        self._alarm_after = ask_alarm_after
         self._retention = retention_seconds
         self._purged_at = -math.inf
         # Live progress needs a publisher that can show it (``ports.ProgressPublisher``).
@@ -591,7 +594,12 @@ class RunEngine:
         # it is too big to keep on the card (a padded call must not fall to the graph's terms).
         details = raised.tool_input if isinstance(raised.tool_input, dict) else details_of(raised)
         return policy.rules_for(
-            name=raised.name, tool=raised.gated_tool, now=now, default_expires_after=self._default_wait, details=details
+            name=raised.name,
+            tool=raised.gated_tool,
+            now=now,
+            default_expires_after=self._default_wait,
+            details=details,
+            alarm_after=self._alarm_after,
         )
 
     async def _announced(self, run: Run) -> Run:

@@ -38,6 +38,11 @@ DEFAULT_EXPIRES_AFTER = 3 * 86400.0  # an undecided ask is rejected after three 
 MAX_QUORUM = 10
 MAX_IDS = 50  # approvers, starters or escalation ids per policy
 MIN_REMINDER_WAIT = 120.0  # asks that expire sooner get no reminder by default
+# The deployment's alarm reminder (``ASK_ALARM_AFTER``) falls this long after the threshold:
+# the sweep that sends it then reads the ask's age as strictly more than the threshold, which
+# the asks-waiting alarm (GreaterThanThreshold) needs; at the threshold exactly, it could
+# read equal (a sweep to the second, or the float sum created_at + threshold rounding down).
+ALARM_MARGIN = 1.0
 MAX_LABEL = 80  # characters of a rule's label (shown on the card and in the audit trail)
 AUTO_VERDICTS = ("approve", "reject")
 
@@ -180,10 +185,23 @@ class Policy:
         )
 
     def rules_for(
-        self, *, name: str, tool: str | None, now: float, default_expires_after: float, details: Any = None
+        self,
+        *,
+        name: str,
+        tool: str | None,
+        now: float,
+        default_expires_after: float,
+        details: Any = None,
+        alarm_after: float | None = None,
     ) -> AskRules:
         """The terms an ask raised now gets: the graph's, with its override applied (with a
-        list of rules, the one chosen by ``details``: ``engine.rule_choice``)."""
+        list of rules, the one chosen by ``details``: ``engine.rule_choice``).
+
+        ``alarm_after`` (the deployment's ``ASK_ALARM_AFTER``) adds one reminder at that age
+        (``with_alarm_reminder``): the sweeper reads a waiting run only when a deadline of its
+        asks is due, and this one makes it read the run, and emit ``OldestAskAge``, once an ask
+        has waited past the asks-waiting alarm's threshold; the approvers get a nudge then too.
+        """
         from engine.rule_choice import choose
 
         key = tool if tool and tool in self.asks else name
@@ -201,6 +219,7 @@ class Policy:
         reminders = pick(override.remind_after, self.remind_after)
         if reminders is None:
             reminders = (wait / 2,) if wait >= MIN_REMINDER_WAIT else ()
+        reminders = with_alarm_reminder(tuple(float(r) for r in reminders), alarm_after=alarm_after)
         escalate_after = pick(override.escalate_after, self.escalate_after)
         escalate_to = tuple(pick(override.escalate_to, self.escalate_to) or ())
         escalate_at = now + float(escalate_after) if escalate_to and escalate_after is not None else None
@@ -277,6 +296,19 @@ class AskRules:
             auto=data.get("auto"),
             all_of=tuple(data.get("all_of") or ()),
         )
+
+
+def with_alarm_reminder(reminders: tuple[float, ...], *, alarm_after: float | None) -> tuple[float, ...]:
+    """``reminders`` (seconds after the ask is raised) with the alarm's at ``alarm_after`` plus
+    ``ALARM_MARGIN``; a reminder of the policy's within that margin of the threshold becomes
+    this one (one nudge, not two a second apart). Unchanged when ``alarm_after`` is None. A
+    reminder at or past the ask's expiry is dropped by the caller, as any reminder is: an ask
+    that expires first is read by the sweeper at its expiry anyway.
+    """
+    if alarm_after is None:
+        return reminders
+    at = alarm_after + ALARM_MARGIN
+    return (*(r for r in reminders if not alarm_after <= r <= at), at)
 
 
 def deciders(ask: Ask) -> tuple[str, ...] | None:

@@ -320,7 +320,9 @@ class Ask:
     def next_deadline(self) -> float | None:
         """When a sweeper has something to do for this pending ask: expire it, remind, escalate."""
         times = [self.rules.expires_at]
-        reminded = self.notices.count("remind")
+        # A reminder skipped (``engine.deadlines``: overdue with a later one) is claimed too:
+        # counting only those posted would leave a past time here, due at every sweep.
+        reminded = self.notices.count("remind") + self.notices.count("skip")
         if reminded < len(self.rules.remind_at):
             times.append(self.rules.remind_at[reminded])
         if not self.escalated:

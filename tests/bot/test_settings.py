@@ -121,3 +121,18 @@ def test_a_bad_run_retention_is_one_line(monkeypatch: pytest.MonkeyPatch, value:
         f"RUN_RETENTION_DAYS={value!r} is not a number of days, more than 0; set RUN_RETENTION_DAYS to one, "
         "e.g. RUN_RETENTION_DAYS=30, or unset it for the default (30)"
     )
+
+
+def test_the_ask_alarm_reminder_is_off_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().ask_alarm_after is None
+    monkeypatch.setenv("ASK_ALARM_AFTER", "")  # the template's way of saying "unset"
+    assert load_settings().ask_alarm_after is None
+    monkeypatch.setenv("ASK_ALARM_AFTER", "86400")
+    assert load_settings().ask_alarm_after == 86400.0
+    monkeypatch.setenv("ASK_ALARM_AFTER", "a day")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert str(info.value) == (
+        "ASK_ALARM_AFTER='a day' is not a number of seconds, more than 0; set ASK_ALARM_AFTER to one, "
+        "e.g. ASK_ALARM_AFTER=86400, or unset it for the default (no alarm reminder)"
+    )

@@ -157,6 +157,10 @@ def test_the_asks_waiting_alarm_warns_before_asks_expire(cfn: Template, sam: Tem
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
     parameters = sam["Parameters"]
     assert parameters["OldestAskAlarmSeconds"]["Default"] < parameters["AskExpiresAfter"]["Default"]
+    # Each ask gets a reminder just past the threshold (engine.policy.with_alarm_reminder):
+    # the sweep that posts it reports the ask's age, which the alarm then sees.
+    environment = props(sam, "ApprovalBotFunction")["Environment"]["Variables"]
+    assert environment["ASK_ALARM_AFTER"] == {"Ref": "OldestAskAlarmSeconds"}
 
 
 def test_every_alarm_tells_the_topic_and_none_without_one(cfn: Template, sam: Template) -> None:
