@@ -4,6 +4,11 @@ Why a module of their own: the catalog imports graph modules by name, and the be
 module runs as ``__main__`` under ``python -m``, where registering would define each graph
 twice. One node reads a document of the given size (``bench.graphs.page_text``: English-like,
 so it compresses as prose does), then asks; the snapshot carries the document once.
+
+``bench-state-handoff`` is the case a compressor with a short window misses: a node writes
+a 160 KB report, the next node receives it as its input and asks, so the snapshot carries
+the report in the first node's result and again in the second node's conversation, more
+than zlib's 32 KB apart.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from graph_defs.scripted import ScriptedModel, call, say
 
 MODULE = __name__
 SIZES: dict[str, int] = {"10 KB": 10_000, "100 KB": 100_000, "1 MB": 1_000_000, "10 MB": 10_000_000}
+HANDOFF = "bench-state-handoff"
+HANDOFF_BYTES = 160_000
 
 
 def graph_name(size: str) -> str:
@@ -82,7 +89,35 @@ def state_10mb() -> Graph:
     return _graph(SIZES["10 MB"])
 
 
+def _handoff_graph() -> Graph:
+    writer = Agent(
+        name="writer",
+        model=ScriptedModel([say(state_text(HANDOFF_BYTES))], id_prefix="tu_write"),
+        callback_handler=None,
+    )
+    reviewer = Agent(
+        name="reviewer",
+        model=ScriptedModel([call("bench_act", action="publish the report"), say("done")], id_prefix="tu_review"),
+        tools=[bench_act],
+        callback_handler=None,
+    )
+    builder = GraphBuilder()
+    builder.add_node(writer, "writer")
+    builder.add_node(reviewer, "reviewer")
+    builder.add_edge("writer", "reviewer")
+    builder.set_entry_point("writer")
+    builder.set_max_node_executions(5)
+    builder.set_execution_timeout(600)
+    return builder.build()
+
+
+@graph_def(HANDOFF, description="benchmark: a 160 KB report handed to the next node, which asks")
+def state_handoff() -> Graph:
+    return _handoff_graph()
+
+
 def forget() -> None:
     """Unregister the graphs (tests must not see them in a later ``/graph list``)."""
     for label in SIZES:
         unregister(graph_name(label))
+    unregister(HANDOFF)

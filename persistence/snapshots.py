@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.store import StoreBroken
+from persistence import long_repeats
 
 RAW = b"\x00"  # stored as is: what zlib cannot shrink (already compressed or random data)
 ZLIB = b"\x01"
+LONG_ZLIB = b"\x02"  # long repeats replaced by copies (persistence/long_repeats.py), then zlib
 _LEVEL = 6  # zlib's default: most of the gain of level 9 at a fraction of the CPU
+_WINDOW = 32 * 1024  # zlib sees this far back: a shorter snapshot has no repeat it misses
 
 
 class SnapshotCorrupt(StoreBroken):
@@ -25,22 +28,36 @@ class SnapshotCorrupt(StoreBroken):
 
 
 def encode(raw: bytes) -> bytes:
-    packed = zlib.compress(raw, _LEVEL)
+    """The smallest of the formats tried: long repeats out then zlib, zlib alone, or as is."""
+    copies = long_repeats.find(raw) if len(raw) > _WINDOW else []
+    if copies:
+        header, packed = LONG_ZLIB, zlib.compress(long_repeats.pack(raw, copies), _LEVEL)
+    else:
+        header, packed = ZLIB, zlib.compress(raw, _LEVEL)
     if len(packed) < len(raw):
-        return ZLIB + packed
+        return header + packed
     return RAW + raw
 
 
 def decode(blob: bytes) -> bytes:
     header, body = blob[:1], blob[1:]
     if header == ZLIB:
+        return _inflate(body)
+    if header == LONG_ZLIB:
         try:
-            return zlib.decompress(body)
-        except zlib.error as exc:
-            raise SnapshotCorrupt(f"damaged zlib snapshot: {exc}") from exc
+            return long_repeats.unpack(_inflate(body))
+        except long_repeats.Malformed as exc:
+            raise SnapshotCorrupt(f"damaged snapshot: {exc}") from exc
     if header == RAW:
         return bytes(body)
     raise SnapshotCorrupt(f"unknown snapshot format {header!r}")
+
+
+def _inflate(body: bytes) -> bytes:
+    try:
+        return zlib.decompress(body)
+    except zlib.error as exc:
+        raise SnapshotCorrupt(f"damaged zlib snapshot: {exc}") from exc
 
 
 def digest(raw: bytes) -> str:
