@@ -51,6 +51,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(name="cost", title="Cost of one approval cycle", command="python -m bench.cycle_cost"),
     Section(name="peers", title="Beside the peers", command="bash bench/peers/run.sh"),
     Section(name="resume", title="Resume overhead against state size", command="python -m bench.resume_size"),
+    Section(name="snapshots", title="Stored state size", command="python -m bench.snapshot_size"),
     Section(name="scale", title="Scale", command="python -m bench.scale"),
     Section(name="faults", title="Faults", command="python -m pytest -q -s -m long tests/reliability/test_faults.py"),
     Section(

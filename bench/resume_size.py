@@ -65,7 +65,7 @@ def markdown(table: Sequence[dict[str, Any]], *, command: str, samples: int) -> 
         "`RunEngine.resume` from the store (load, claim, rebuild the graph, restore the snapshot, resume "
         "with the decision, snapshot and save; no Slack). Baseline: "
         f"{BASELINE}: the graph's own work. Overhead = ours minus baseline at the median. The state is "
-        "English-like text in the node's conversation; stored = zlib-compressed, as both stores keep it "
+        "English-like text in the node's conversation; stored = as `persistence.snapshots.encode` writes it "
         "(DynamoDB: inline, or chunk items past the item limit).",
         "",
         "| store | state | snapshot raw → stored | ours p50 | Strands p50 | overhead | ratio | p95 ratio |",

@@ -142,6 +142,10 @@ def _resume_overheads(backend: str) -> list[float]:
     return [r["overhead_ms"] for r in results("resume")["rows"] if r["backend"] == backend]
 
 
+def _snapshots(*, handoff: bool) -> list[Results]:
+    return [r for r in results("snapshots")["rows"] if r["case"].startswith("handoff") is handoff]
+
+
 def _dynamodb_dollars() -> float:
     return _later_units() * PRICES["dynamodb_wru_per_million"] / 1e6
 
@@ -243,6 +247,17 @@ FIGURES: dict[str, tuple[Callable[[], float], Callable[[float], str]]] = {
     # Resume against state size (bench/results/resume.json).
     "resume.sqlite.min_ms": (lambda: min(_resume_overheads("sqlite")), dec(1)),
     "resume.sqlite.max_ms": (lambda: max(_resume_overheads("sqlite")), whole),
+    # Stored state size (bench/results/snapshots.json).
+    "snapshots.handoff.zlib_bytes": (lambda: _snapshots(handoff=True)[0]["zlib_bytes"], whole),
+    "snapshots.handoff.stored_bytes": (lambda: _snapshots(handoff=True)[0]["stored_bytes"], whole),
+    "snapshots.handoff.ratio": (lambda: _snapshots(handoff=True)[0]["ratio"], dec(2)),
+    "snapshots.others.size_ratio.max": (lambda: max(r["ratio"] for r in _snapshots(handoff=False)), dec(2)),
+    "snapshots.others.cpu_ratio.max": (
+        lambda: max(
+            r["compress_ms"] / r["zlib_compress_ms"] for r in _snapshots(handoff=False) if r["zlib_compress_ms"] >= 1
+        ),
+        dec(2),
+    ),
     # The inbox and scale (bench/results/scale.json).
     "inbox.sqlite.ratio": (lambda: _inbox("sqlite inbox: 10,000 vs 100")["ratio"], dec(2)),
     "inbox.dynamodb.queries": (

@@ -5,12 +5,14 @@ import hashlib
 import json
 import os
 import random
+import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from graph_defs.registry import list_graphs, unregister
 from persistence import long_repeats, snapshots
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -78,6 +80,7 @@ def test_random_states_round_trip(seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def realistic_states() -> Iterator[dict[str, bytes]]:
+    before = {d.name for d in list_graphs()}
     from bench import state_graphs
     from bench.graphs import bench_chatty
     from engine.snapshot import dump_state
@@ -94,8 +97,11 @@ def realistic_states() -> Iterator[dict[str, bytes]]:
     }
     try:
         yield {name: asyncio.run(paused(factory())) for name, factory in factories.items()}
-    finally:
-        state_graphs.forget()
+    finally:  # the bench modules register their graphs: later tests must not see them
+        for definition in list_graphs():
+            if definition.name not in before:
+                unregister(definition.name)
+                sys.modules.pop(definition.module, None)
 
 
 def test_realistic_states_round_trip_and_never_grow(realistic_states: dict[str, bytes]) -> None:
