@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 _MIN_PIECE = 512  # a copy costs a few bytes; below this zlib's own matches do as well
+_MAX_BACK = 64 * 1024  # how far a copy is stretched back over the piece before it (bounds the CPU)
 _PATTERN = b"10110010111"  # 11 bits: on random bytes one cut every ~2 KB past the minimum
 _BITS = bytes(0x31 if hashlib.sha256(bytes([b])).digest()[0] & 1 else 0x30 for b in range(256))
 _CUT = re.compile(re.escape(_PATTERN))
@@ -75,7 +76,7 @@ def find(raw: bytes) -> list[Copy]:
                     copies.append(Copy(literal=run_dest - literal_from, source=run_src, length=run_len))
                     literal_from = run_dest + run_len
                 gap = start - (source + end - start)  # the copy's source must end before it starts
-                back = _common_suffix(raw, source, start, limit=min(source, start - literal_from, gap))
+                back = _common_suffix(raw, source, start, limit=min(source, start - literal_from, gap, _MAX_BACK))
                 run_dest, run_src, run_len = start - back, source - back, end - start + back
         start = end
     if run_len > 0:
@@ -138,6 +139,8 @@ def unpack(packed: bytes) -> bytes:
         offset += literal
         if length <= 0 or source + length > len(out):
             raise Malformed("copy from bytes not yet written")
+        if len(out) + length > size:  # checked before copying: a damaged table must not balloon
+            raise Malformed(f"copies run past the {size} bytes announced")
         out += out[source : source + length]
     out += view[offset:]
     if len(out) != size:
