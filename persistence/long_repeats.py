@@ -4,12 +4,12 @@ Why: zlib only sees 32 KB back, and a graph's state repeats far more than that. 
 output is kept in its result and again in the next node's conversation (and a completed
 agent's conversation may hold it a third time), so a 160 KB report was stored compressed
 three times. ``lzma`` with a window as large as the snapshot finds the repeat too, but it
-compressed the bench's prose 35% worse than zlib at its fast presets and decompressed
-five times slower; this pass keeps zlib for everything else and costs a few milliseconds
-per MB.
+stored the bench's prose about a third larger than zlib at its fast presets and
+decompressed five times slower (``python -m bench.snapshot_size``); this pass keeps zlib
+for everything else and costs a few milliseconds per MB.
 
-How: the bytes are cut at content-defined points (where a pseudo-random bit per byte over
-the last ``_ANCHOR`` bytes spells a fixed pattern), so a repeated stretch is cut the same
+How: the bytes are cut at content-defined points (where a pseudo-random bit per byte, over
+the last ``len(_PATTERN)`` bytes, spells a fixed pattern), so a repeated stretch is cut the same
 way wherever it appears, at any offset. A piece already seen becomes a copy of the earlier
 bytes. Only the decoder's format is fixed; how pieces are cut can change freely.
 
