@@ -426,6 +426,10 @@ class Run:
     # Takeovers of the current step in a row without a landed save (``engine.takeover``):
     # set by the claim that takes a dead holder's run over, reset by a save that lands.
     takeovers: int = 0
+    # The lease end of the pass whose save made this record (``engine.settle``). What that
+    # save owes Slack is the pass's own to deliver until then, when it comes soon enough
+    # (``sweep_at``): the sweep index's key, set by the claim, then stays put.
+    held_until: float | None = None
     # Where the store keeps the state (store-owned; the engine only passes it back). Not
     # part of a run's identity: the same run read from two stores compares equal.
     state_ref: dict[str, Any] | None = field(default=None, compare=False)
@@ -450,7 +454,14 @@ class Run:
             due.append(self.updated_at)
         if self.owes_slack:
             since = self.stalled_at or self.updated_at
-            due.append(since + DELIVERY_GRACE_SECONDS * 2 ** min(self.stalled, MAX_BACKOFF_DOUBLINGS))
+            grace_end = since + DELIVERY_GRACE_SECONDS * 2 ** min(self.stalled, MAX_BACKOFF_DOUBLINGS)
+            held = self.held_until
+            # A pass's own debt waits for the pass's lease end when that comes within one
+            # more grace: the index key the claim set (the lease end) then does not move
+            # with the save (a moved key is two index writes). Never before the grace ends,
+            # so the holder is never raced; at most one grace later than without it.
+            extended = not self.stalled and held is not None and grace_end <= held <= grace_end + DELIVERY_GRACE_SECONDS
+            due.append(held if extended and held is not None else grace_end)
         if self.status is RunStatus.WAITING:
             due.extend(t for a in self.pending_asks() if (t := a.next_deadline()) is not None)
         state_expires = (self.state_ref or {}).get("expires_at")
@@ -524,6 +535,7 @@ class Run:
             "cancelled_by": self.cancelled_by,
             "progress": self.progress.to_dict() if self.progress is not None else None,
             "takeovers": self.takeovers or None,
+            "held_until": self.held_until,
         }
 
     @classmethod
@@ -555,4 +567,5 @@ class Run:
             cancelled_by=data.get("cancelled_by"),
             progress=Progress.from_dict(data["progress"]) if data.get("progress") else None,
             takeovers=int(data.get("takeovers") or 0),
+            held_until=float(data["held_until"]) if data.get("held_until") is not None else None,
         )

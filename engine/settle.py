@@ -220,6 +220,7 @@ def settle(
         trail=step.trail[-MAX_TRAIL:] if step.trail else claimed.trail,
         stalled=0,  # a new state: what it owes Slack gets a fresh grace
         stalled_at=None,
+        held_until=claimed.lease_until,  # what this save owes Slack is the pass's until then
         output=_head(step.output, MAX_OUTPUT_CHARS) if status is RunStatus.COMPLETED else claimed.output,
         error=_cap(step.error, MAX_ERROR_CHARS) if status in (RunStatus.FAILED, RunStatus.REJECTED) else None,
         updated_at=now,

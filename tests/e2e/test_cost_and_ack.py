@@ -88,9 +88,11 @@ async def test_one_approval_cycle_costs_nine_small_dynamodb_requests(
     assert capacity["unmetered"] == 0
     table_units = capacity["write_units"] - capacity["index_write_units"]
     assert table_units <= 2 * sum(counts.values()), "each write stays within 2 KB: a small record"
-    # Indexes: the create enters by_channel, by_starter and sweep; the pause, claim and end
-    # move the run in sweep (2 each), the card and the final message leave it alone or move it.
-    assert 0 < capacity["index_write_units"] <= 2 * sum(counts.values()), capacity
+    # Indexes: the create enters by_channel, by_starter and sweep (3); the card moves the run
+    # in sweep to its next deadline (2), the claim to its lease end (2), the final message
+    # takes it out (1). The pause and the end leave the key where the create and the claim
+    # put it: what a pass's save owes Slack waits for the pass's lease end (Run.held_until).
+    assert 0 < capacity["index_write_units"] <= 8, capacity
 
 
 @pytest.mark.parametrize("bucket", [False, True], ids=["chunks", "s3"])

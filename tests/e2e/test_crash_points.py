@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ async def crashed_at(
     local_slack: LocalSlack,
     user_for: Any,
     grace: str,
+    lease: str = "120",
 ) -> Run:
     """Start a bot that kills itself at ``point`` of the run's first pass; the run as stored then.
 
@@ -108,7 +110,12 @@ async def crashed_at(
     """
     bot = await start_bot(
         backend=backend,
-        extra_env={"GRAPH_MODULES": GRAPH_MODULES, "DELIVERY_GRACE_SECONDS": grace, "APPROVAL_BOT_CRASH_AT": point},
+        extra_env={
+            "GRAPH_MODULES": GRAPH_MODULES,
+            "DELIVERY_GRACE_SECONDS": grace,
+            "LEASE_SECONDS": lease,
+            "APPROVAL_BOT_CRASH_AT": point,
+        },
     )
     # The first pass runs next to the command's ack: the bot may die before the ack is out.
     with contextlib.suppress(aiohttp.ClientConnectionError):
@@ -255,3 +262,38 @@ async def test_a_card_posted_but_not_recorded_decides_at_once_before_any_sweep(
         user_for=user_for,
         markers_file=markers_file,
     )
+
+
+async def test_a_crash_after_the_save_is_delivered_at_the_passs_lease_end(
+    start_bot: StartBot, backend: Backend, local_slack: LocalSlack, user_for: Any
+) -> None:
+    """With a lease that ends within two graces of the pause, what the save owes Slack is the
+    pass's until the lease's end: the sweep key the start set stays (no index write), and a
+    sweeper still posts the card once the holder is gone, then, not before."""
+    crashed = await crashed_at(
+        "saved",
+        STATES["small"],
+        start_bot=start_bot,
+        backend=backend,
+        local_slack=local_slack,
+        user_for=user_for,
+        grace="5",
+        lease="10",
+    )
+    # The bot's grace is 5 s (this process has its own): the lease ends within two graces of the save.
+    assert crashed.held_until is not None and 5 <= crashed.held_until - crashed.updated_at <= 10
+    (ask,) = crashed.asks.values()
+    bot = await start_bot(
+        backend=backend,
+        extra_env={"GRAPH_MODULES": GRAPH_MODULES, "DELIVERY_GRACE_SECONDS": "5", "LEASE_SECONDS": "10"},
+        args=FAST_SWEEP,
+    )
+    store = backend.open_store()
+    delivered = await eventually(
+        lambda: (run := store.load(crashed.run_id, snapshot=False)) and not run.owes_slack and run,
+        timeout=30,
+        what="the sweeper to deliver the card",
+    )
+    assert time.time() >= crashed.held_until, "not before the pass's lease ended"
+    assert len(posts_of(local_slack, ask.key)) == 1 and delivered.asks[ask.key].card is not None
+    assert bot.process.poll() is None

@@ -33,6 +33,25 @@ def test_a_pending_ask_without_a_card_is_owed_once_the_run_has_a_thread() -> Non
     assert not run.evolve(asks=carded).owes_slack
 
 
+def test_a_passs_own_debt_waits_for_its_lease_end_when_it_comes_within_one_more_grace() -> None:
+    """The claim put the run in the sweep index at its lease end; a save whose debt is due by
+    then keeps that key (a moved key is two index writes), never racing the holder's grace."""
+    bare = {k: replace(a, card=None) for k, a in make_run("r").asks.items()}
+    run = make_run("r", status=RunStatus.WAITING, thread=THREAD, asks=bare)
+    grace_end = run.updated_at + DELIVERY_GRACE_SECONDS
+    held = grace_end + DELIVERY_GRACE_SECONDS / 2
+    assert run.evolve(held_until=held).sweep_at == held
+    assert run.evolve(held_until=grace_end + DELIVERY_GRACE_SECONDS).sweep_at == grace_end + DELIVERY_GRACE_SECONDS
+    # Too far off (a long lease), already over (a long pass), or a debt a sweeper failed to pay: the grace.
+    assert run.evolve(held_until=grace_end + 2 * DELIVERY_GRACE_SECONDS).sweep_at == grace_end
+    assert run.evolve(held_until=run.updated_at).sweep_at == grace_end
+    stalled = run.evolve(held_until=held, stalled=1, stalled_at=run.updated_at)
+    assert stalled.sweep_at == run.updated_at + 2 * DELIVERY_GRACE_SECONDS
+    done = make_run("r", status=RunStatus.COMPLETED, thread=THREAD, asks={}, held_until=held)
+    assert done.sweep_at == held, "the final message's debt too"
+    assert make_run("r", held_until=held).to_dict()["held_until"] == held
+
+
 def test_a_card_that_shows_something_else_than_its_ask_is_owed_an_update() -> None:
     run = make_run("r", status=RunStatus.WAITING, thread=THREAD)
     asks = {k: replace(a, card=CARD, shown=LIVE) for k, a in run.asks.items()}

@@ -42,7 +42,11 @@ def test_create_then_load_round_trips_every_field(backend: Backend) -> None:
         decision=decision("U9", verdict=Verdict.EDIT, text="ok ✓", edited_input={"x": [1, 2.0, {"y": "ü"}]}),
     )
     run = run.evolve(
-        asks={**run.asks, "a2": decided}, lease_owner="host-1", lease_until=run.updated_at + 0.5, output="out"
+        asks={**run.asks, "a2": decided},
+        lease_owner="host-1",
+        lease_until=run.updated_at + 0.5,
+        output="out",
+        held_until=run.updated_at + 0.25,
     )
     store.create(run)
 
