@@ -567,22 +567,7 @@ def table_preview(details: dict[str, Any]) -> str:
     previews={"drop_named_table": table_preview},
 )
 def hitl_preview() -> Graph:
-    agent = Agent(
-        name="dba",
-        model=ScriptedModel(
-            [
-                lambda m: call("drop_named_table", name=graph_task(m)),
-                lambda m: say(f"dba: {latest_tool_result_text(m)}"),
-            ],
-            id_prefix="tu_dba",
-        ),
-        tools=[drop_named_table],
-        interventions=[HumanInTheLoop(enable_trust=True)],
-        callback_handler=None,
-    )
-    builder = GraphBuilder()
-    builder.add_node(agent, "dba")
-    return _bounded(builder)
+    return hitl_quorum()  # the same agent; the policy (and its preview) is this graph's
 
 
 # -- hitl-rules: HumanInTheLoop (trust enabled) on send_payout under rules by amount ------------
