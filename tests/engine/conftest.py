@@ -148,16 +148,22 @@ async def died_holding_approval(
         assert (await first.decide(run_id=run.run_id, ask_key=ask.key, decision=approve)).accepted
     decided = store.load(run.run_id, snapshot=False)
     assert decided is not None and decided.asks[ask.key].status is AskStatus.DECIDED
+    return handed_to_a_dead_pass(store, decided, ask.key, takeovers=takeovers)
+
+
+def handed_to_a_dead_pass(store: RunStore, decided: Run, ask_key: str, *, takeovers: int = 0) -> Run:
+    """``decided`` as a pass that was handed ``ask_key``'s answer (its claim marked it) and
+    died leaves it: claimed by a holder whose lease has run out."""
     store.claim(
-        run.run_id,
+        decided.run_id,
         expected_version=decided.version,
         status=RunStatus.RESUMING,
         owner="dead/1",
         lease_until=time.time() - 1,
         now=time.time(),
-        handing=[ask.key],
+        handing=[ask_key],
         takeovers=takeovers,
     )
-    loaded = store.load(run.run_id, snapshot=False)
+    loaded = store.load(decided.run_id, snapshot=False)
     assert loaded is not None
     return loaded

@@ -13,10 +13,10 @@ from dataclasses import replace
 import tests.support.graphs as test_graphs
 from engine import RunEngine
 from engine.policy import AskPolicy, Policy
-from engine.records import Ask, AskStatus, Closed, Decision, RunStatus, ToolCall, Verdict
+from engine.records import Ask, AskStatus, Closed, Decision, ToolCall, Verdict
 from engine.rule_choice import moved_by_edit
 from persistence.sqlite import SqliteRunStore
-from tests.engine.conftest import RecordingPublisher, RegistrySource
+from tests.engine.conftest import RecordingPublisher, RegistrySource, handed_to_a_dead_pass
 
 
 def _engine(store: SqliteRunStore, publisher: RecordingPublisher) -> RunEngine:
@@ -37,16 +37,7 @@ async def test_a_retry_after_a_takeover_does_not_send_an_edit_that_moved_the_cal
     assert (await first.decide(run_id=run.run_id, ask_key=ask.key, decision=edit)).accepted
     decided = store.load(run.run_id, snapshot=False)
     assert decided is not None
-    store.claim(
-        run.run_id,
-        expected_version=decided.version,
-        status=RunStatus.RESUMING,
-        owner="dead/1",
-        lease_until=time.time() - 1,
-        now=time.time(),
-        handing=[ask.key],
-        takeovers=0,
-    )
+    handed_to_a_dead_pass(store, decided, ask.key)
 
     sweeper = _engine(store, publisher)
     (swept,) = await sweeper.sweep()
@@ -171,16 +162,7 @@ async def test_a_retry_of_a_padded_call_under_a_preview_is_sent_not_voided(
     assert (await first.decide(run_id=run.run_id, ask_key=ask.key, decision=approve)).accepted
     decided = store.load(run.run_id, snapshot=False)
     assert decided is not None
-    store.claim(
-        run.run_id,
-        expected_version=decided.version,
-        status=RunStatus.RESUMING,
-        owner="dead/1",
-        lease_until=time.time() - 1,
-        now=time.time(),
-        handing=[ask.key],
-        takeovers=0,
-    )
+    handed_to_a_dead_pass(store, decided, ask.key)
 
     sweeper = _engine(store, publisher)
     (swept,) = await sweeper.sweep()
