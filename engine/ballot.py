@@ -13,6 +13,9 @@ listed person therefore costs no second write, and a failed lookup refuses. An a
 needs one approval from each of several groups (``all_of``) refuses an approval until the
 person was looked up in all of them (UNCOUNTED): the store then counts it for the first
 missing entry they are in, so the lookup decides which team an approval speaks for.
+The write after a lookup hands the store the record the refusal carried (``known``): the
+store shapes that write by it (a vote, the entry it fills) rather than writing blind, so
+an ``all_of`` approval costs the refusal and one write, not a second refusal as well.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from engine.decision_rules import ALL_OF_LOOKED_UP
 from engine.oversight import groups_of, in_channel
 from engine.policy import GROUP_ID, LOOKUP_TIMEOUT_SECONDS, Directory, Refusal, deciders
 from engine.ports import DecideResult
-from engine.records import Decision, MessageRef
+from engine.records import Decision, MessageRef, Run
 from engine.store import (
     AskNotFound,
     AskNotPending,
@@ -65,6 +68,7 @@ class Ballot:
         checked: frozenset[str] = frozenset()
         member_of: frozenset[str] = frozenset()
         channel_checked: str | None = None
+        known: Run | None = None  # the record the last refusal was judged on
         if card is not None and not decision.expired:
             # The card's channel is the run's (cards are posted in its thread): show the
             # clicker to be in it before the write, so a click in the channel costs one write.
@@ -82,6 +86,7 @@ class Ballot:
                     card=card,
                     member_of=member_of,
                     event=event,
+                    known=known,
                 )
                 break
             except DecisionRefused as refused:
@@ -101,6 +106,7 @@ class Ballot:
                     found = await self._in_channel(user, channel)
                 if found - member_of:
                     member_of |= found
+                    known = refused.run  # so the next write is shaped right, not blind again
                     continue
                 await self._note_refusal(refused, decision)
                 return DecideResult(accepted=False, run=refused.run, ask=ask, refusal=refused.refusal)

@@ -22,10 +22,12 @@ from tests.e2e.conftest import (
     UserFor,
     all_text,
     cards,
+    eventually,
     finished_message,
     live_buttons,
     run_of,
 )
+from tests.support.aws import CountingMotoServer
 
 LEGAL_MISSING = "Still needed: one from <!subteam^S0LEGAL>"
 
@@ -84,3 +86,35 @@ async def test_one_approval_from_each_team_not_two_from_one(
     assert markers_file.read_text().splitlines() == ["writer:hello | approvers: U0ALICE,U0BOB,U0CAROL"]
     (ask,) = run_of(backend.open_store(), local_slack).asks.values()
     assert ask.decision is not None and ask.decision.counts_for == "S0LEGAL"
+
+
+BOT_APP_ID = "approval-bot-all-of"
+
+
+async def test_an_all_of_approval_is_refused_once_not_twice_on_dynamodb(
+    start_bot: StartBot,
+    dynamodb_backend: Backend,
+    local_slack: LocalSlack,
+    user_for: UserFor,
+    moto_server: CountingMotoServer,
+) -> None:
+    """Alice's approval is written blind first (refused: not looked up in the teams yet),
+    then, after the lookup, written once as what the refusal's record says it is: the vote
+    that fills finance. Before, that write was blind too (as a decision) and refused again."""
+    bot = await start_bot(backend=dynamodb_backend, extra_env={"AWS_SDK_UA_APP_ID": BOT_APP_ID})
+    user = user_for(bot)
+    store = dynamodb_backend.open_store()  # the test's own requests are not tagged, so not counted
+    await user.slash_command(text="run guarded-all-of hello", user_id="U0DAVE", channel_id=CHANNEL)
+    (card,) = await local_slack.wait_for(lambda: cards(local_slack), timeout=30, what="the card")
+    await eventually(lambda: not (r := run_of(store, local_slack)).owes_slack and r, what="the card to be recorded")
+    moto_server.reset_counts()
+
+    await user.click(message=card, label="Approve", user_id="U0ALICE", channel_id=CHANNEL)
+    await _card_saying(local_slack, card, "Approvals: 1 of 2", what="the card to count Alice")
+    run = await eventually(lambda: not (r := run_of(store, local_slack)).owes_slack and r, what="the card recorded")
+    assert run.asks[next(iter(run.asks))].filled == {"S0FIN": "U0ALICE"}
+    counts = {op: n for op, n in moto_server.counts(app_id=BOT_APP_ID).items() if op.startswith("dynamodb.")}
+    units = moto_server.capacity(app_id=BOT_APP_ID)["write_units"]
+    print(f"\nall_of, one approval through the bot on DynamoDB: {counts}, {units} write units")
+    # The refused blind write, the vote, and the record of the card's update.
+    assert counts.get("dynamodb.UpdateItem") == 3, counts
