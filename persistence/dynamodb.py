@@ -222,20 +222,21 @@ class DynamoRunStore:
         # claims none: it can only succeed where none is missing).
         decision = replace(decision, counts_for=None)
         if known is not None:
-            # The item a refusal of this decision returned before the caller looked the person
-            # up: shape the first write by it instead of writing blind and being refused again.
-            # Timeline: t0 the refused write returns the item (ALL_OLD); t1 the caller looks the
-            # person up (a cached Slack call); t2 this write, shaped by the t0 item. Its
-            # condition is the same as a write shaped by a fresh ALL_OLD: the rules and the
-            # shape's own (``short``, ``gaps``, the entry still missing, the lease free), not
-            # the version, so a vote, decision or claim landing between t0 and t2 makes it
-            # fail and be judged again below; a save that only bumps the version does not
-            # change what it may do. Judged refused on the t0 item, it is written as before
-            # (blind): a hint never refuses, only the stored item does.
+            # The item as the caller last saw it (the refusal it looked the person up after,
+            # or an earlier click on this ask): the first write is shaped by it (a vote, the
+            # all_of entry it fills) instead of written blind and refused. Timeline: t0 the
+            # item is read (ALL_OLD, ALL_NEW); t1 the caller looks the person up (cached Slack
+            # calls); t2 this write, shaped by the t0 item. Its condition is that of a write
+            # shaped by a fresh ALL_OLD: the rules and the shape's own (``short``, ``gaps``,
+            # the entry still missing), not the version, so a vote or decision landing
+            # between t0 and t2 makes it fail and be judged again below; a save that only
+            # bumps the version does not change what it may do. The claim stays as asked
+            # (its condition says whether the run is free at t2), and a hint never refuses:
+            # judged refused on the t0 item, the write is made as without one.
             with contextlib.suppress(StoreError):
                 shaped = self._shaped(known, run_id, ask_key, decision, now, claiming, card, member_of, event)
                 if shaped is not None:
-                    vote, claiming, decision = shaped
+                    vote, decision = shaped[0], shaped[2]
         for _ in range(_DECIDE_ATTEMPTS):
             try:
                 return self._decide(

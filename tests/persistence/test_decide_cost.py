@@ -1,12 +1,13 @@
 """What one approval under ``all_of`` or a quorum costs on DynamoDB, counted at moto's door.
 
-The ballot writes first without looking anyone up (a listed person's click costs one
-write). Under ``all_of`` that write is refused until the person was looked up in the
-ask's groups; the write after the lookup is shaped by the record the refusal returned
-(``known``: a vote, the entry it fills), not written blind and refused a second time. A
-failed conditional write is billed like a write (by the item's size), so each refusal
-spared is a write unit or more. Units are priced the way DynamoDB bills them
-(``tests/support/capacity.py``).
+The ballot hands the store the last record of the ask its process saw (``known``: the
+card it posted, an earlier click, a refusal). From it the ballot looks the person up in
+the ask's groups before the write, and the store shapes the write (a vote, the ``all_of``
+entry it fills): one UpdateItem. A process that never saw the ask writes blind first; the
+refusal returns the record, and the write after the lookup is shaped by it: two. Before,
+an ``all_of`` approval cost three (refused blind, refused as a decision, the vote) and a
+quorum vote two (three by a group). A failed conditional write is billed like a write (by
+the item's size), so units are priced the way DynamoDB bills them (``tests/support/capacity.py``).
 """
 
 from __future__ import annotations
@@ -50,48 +51,71 @@ async def _cost(moto_server: CountingMotoServer, ballot: Ballot, run: Run, user:
     return result, counts["dynamodb.UpdateItem"], int(capacity["write_units"])
 
 
-async def test_an_all_of_approval_costs_one_refusal_and_one_write(
-    moto_server: CountingMotoServer, dynamodb_table: str
-) -> None:
+def _ballot(store: DynamoRunStore, *, seen: Run | None = None) -> Ballot:
+    """A process's ballot; with ``seen``, one that posted that run's card (``RunEngine`` tells it)."""
+    ballot = Ballot(store=store, directory=FakeDirectory(groups={FIN: {"U0A", "U0B"}, LEGAL: {"U0C"}}), clock=time.time)
+    if seen is not None:
+        ballot.remember(seen)
+    return ballot
+
+
+async def test_an_all_of_approval_costs_one_write(moto_server: CountingMotoServer, dynamodb_table: str) -> None:
     store = DynamoRunStore(dynamodb_table)
-    directory = FakeDirectory(groups={FIN: {"U0A", "U0B"}, LEGAL: {"U0C"}})
-    ballot = Ballot(store=store, directory=directory, clock=time.time)
     run = _waiting(store, AskRules(quorum=2, all_of=(FIN, LEGAL)))
+    ballot = _ballot(store, seen=run)
 
     voted, writes, units = await _cost(moto_server, ballot, run, "U0A")
     print(f"\nall_of, the approval that fills finance: {writes} UpdateItems, {units} write units")
     assert voted.accepted and voted.ask is not None and voted.ask.filled == {FIN: "U0A"}
-    # The write before the lookup is refused (UNCOUNTED); the one after it is the vote.
-    assert writes == 2, writes
+    # Looked up before the write (the card's record says the ask is all_of), then written
+    # once as the vote that fills finance. Before: refused blind, refused as a decision, voted.
+    assert writes == 1, writes
 
     decided, writes, units = await _cost(moto_server, ballot, run, "U0C")
     print(f"all_of, the approval that fills legal and decides: {writes} UpdateItems, {units} write units")
     assert decided.accepted and decided.ask is not None and decided.ask.status is AskStatus.DECIDED
     assert decided.ask.decision is not None and decided.ask.decision.counts_for == LEGAL
     assert decided.claimed, "the approval that decides still claims the run in the same write"
-    assert writes == 2, writes
+    assert writes == 1, writes
 
 
-async def test_a_quorum_vote_costs_one_refusal_and_one_write(
+async def test_an_all_of_approval_in_a_process_that_never_saw_the_ask_is_refused_once(
     moto_server: CountingMotoServer, dynamodb_table: str
 ) -> None:
     store = DynamoRunStore(dynamodb_table)
-    directory = FakeDirectory(groups={FIN: {"U0A", "U0B"}})
-    ballot = Ballot(store=store, directory=directory, clock=time.time)
+    run = _waiting(store, AskRules(quorum=2, all_of=(FIN, LEGAL)))
+    voted, writes, units = await _cost(moto_server, _ballot(store), run, "U0A")
+    print(f"\nall_of, an approval in a process new to the ask: {writes} UpdateItems, {units} write units")
+    assert voted.accepted and voted.ask is not None and voted.ask.filled == {FIN: "U0A"}
+    # The blind write is refused (not looked up yet); the one after the lookup is shaped
+    # by the record that refusal returned: the vote. Before, it was refused a second time.
+    assert writes == 2, writes
 
-    listed = _waiting(store, AskRules(approvers=("U0A", "U0B"), quorum=2))
-    voted, writes, units = await _cost(moto_server, ballot, listed, "U0A")
-    print(f"\nquorum=2 of listed people, the first approval: {writes} UpdateItems, {units} write units")
-    assert voted.accepted and voted.ask is not None and voted.ask.status is AskStatus.PENDING
-    assert writes == 2, "the write as a decision is refused by its condition, then the vote"
+
+async def test_a_quorum_vote_costs_one_write(moto_server: CountingMotoServer, dynamodb_table: str) -> None:
+    store = DynamoRunStore(dynamodb_table)
+    listed = _waiting(store, AskRules(approvers=("U0A", "U0B", "U0C"), quorum=3))
+    ballot = _ballot(store, seen=listed)
+    for user in ("U0A", "U0B"):
+        voted, writes, units = await _cost(moto_server, ballot, listed, user)
+        print(f"\nquorum=3 of listed people, a vote: {writes} UpdateItems, {units} write units")
+        assert voted.accepted and voted.ask is not None and voted.ask.status is AskStatus.PENDING
+        assert writes == 1, "written as the vote at once; before, as a decision first (refused)"
 
     grouped = _waiting(store, AskRules(approvers=(FIN,), quorum=2))
-    voted, writes, units = await _cost(moto_server, ballot, grouped, "U0A")
+    voted, writes, units = await _cost(moto_server, _ballot(store, seen=grouped), grouped, "U0A")
     print(f"quorum=2 of a group, the first approval: {writes} UpdateItems, {units} write units")
     assert voted.accepted and voted.ask is not None and set(voted.ask.votes) == {"U0A"}
-    # Refused before the lookup (NOT_APPROVER); after it, written as the vote at once.
-    assert writes == 2, writes
-    decided, writes, units = await _cost(moto_server, ballot, grouped, "U0B")
-    print(f"quorum=2 of a group, the last approval: {writes} UpdateItems, {units} write units")
-    assert decided.accepted and decided.ask is not None and decided.ask.status is AskStatus.DECIDED
+    assert writes == 1, "looked up in the group before the write; before: two refusals, then the vote"
+
+
+async def test_a_quorum_vote_in_a_process_that_never_saw_the_ask_is_refused_once(
+    moto_server: CountingMotoServer, dynamodb_table: str
+) -> None:
+    store = DynamoRunStore(dynamodb_table)
+    grouped = _waiting(store, AskRules(approvers=(FIN,), quorum=2))
+    voted, writes, units = await _cost(moto_server, _ballot(store), grouped, "U0A")
+    print(f"\nquorum=2 of a group, a vote in a process new to the ask: {writes} UpdateItems, {units} write units")
+    assert voted.accepted and voted.ask is not None and set(voted.ask.votes) == {"U0A"}
+    # Refused before the lookup (not an approver yet); after it, written as the vote at once.
     assert writes == 2, writes
