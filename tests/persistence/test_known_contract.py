@@ -14,10 +14,12 @@ from dataclasses import replace
 
 import pytest
 
+from engine.ballot import Ballot
 from engine.decision_rules import ALL_OF_LOOKED_UP
 from engine.policy import AskRules, Refusal
-from engine.records import AskStatus, Decision, Run, Verdict
+from engine.records import Ask, AskStatus, Decision, Run, Verdict
 from engine.store import AskNotPending, DecisionRefused, Lease
+from tests.engine.conftest import FakeDirectory
 from tests.persistence.conftest import IN_C1, Backend, make_run
 
 
@@ -75,3 +77,25 @@ def test_a_stale_record_does_not_fill_an_all_of_entry_twice(backend: Backend) ->
     ask = again.asks["a1"]
     assert ask.status is AskStatus.PENDING and ask.filled == {"S0FIN": "U0A"} and set(ask.votes) == {"U0A", "U0B"}
     assert ask.votes["U0B"].counts_for is None
+
+
+async def test_a_process_whose_record_went_stale_still_counts_each_approval_right(backend: Backend) -> None:
+    """Two processes: the one that posted the card remembers it; the other takes finance's
+    approval meanwhile. The first then counts a second finance approval for nothing (its
+    record said finance was missing), and legal's as the decision that fills legal."""
+    run = _created(backend, AskRules(quorum=2, all_of=("S0FIN", "S0LEGAL")))
+    store = backend.store()
+    directory = FakeDirectory(groups={"S0FIN": {"U0A", "U0B"}, "S0LEGAL": {"U0C"}})
+    posted, other = (Ballot(store=store, directory=directory, clock=time.time) for _ in range(2))
+    posted.remember(run)
+
+    async def click(ballot: Ballot, user: str) -> Ask:
+        result = await ballot.record(run_id=run.run_id, ask_key="a1", decision=_yes(user), claim=None, card=None)
+        assert result.accepted and result.ask is not None, result
+        return result.ask
+
+    assert (await click(other, "U0A")).filled == {"S0FIN": "U0A"}
+    ask = await click(posted, "U0B")
+    assert ask.status is AskStatus.PENDING and ask.filled == {"S0FIN": "U0A"} and ask.votes["U0B"].counts_for is None
+    ask = await click(posted, "U0C")
+    assert ask.status is AskStatus.DECIDED and ask.decision is not None and ask.decision.counts_for == "S0LEGAL"
