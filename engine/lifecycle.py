@@ -541,7 +541,9 @@ class RunEngine:
                 going_on = saved.evolve(snapshot=saved.snapshot or target.snapshot)
                 going_on = await self._courier.auto_lines(going_on, unposted=unposted)
                 return await self._hold(going_on, auto_rounds=auto_rounds + 1)
-            return await self._courier.deliver(saved, unposted=unposted)
+            delivered = await self._courier.deliver(saved, unposted=unposted)
+            self._ballot.remember(delivered)  # its cards' first clicks: a write shaped right, not blind
+            return delivered
 
     async def _claimed_again(self, run: Run) -> tuple[Run, bool]:
         """A claim that ran out before its pass began (a process stalled between a click and

@@ -162,6 +162,7 @@ class RunStore(Protocol):
         card: MessageRef | None = None,
         member_of: frozenset[str] = frozenset(),
         event: AuditEvent | None = None,
+        known: Run | None = None,
     ) -> Run:
         """Record ``decision`` on ask ``ask_key`` iff that ask is still pending and the
         ask's policy lets its author give it (``engine.store_rules.decided`` states the
@@ -194,6 +195,12 @@ class RunStore(Protocol):
         The verdict is checked by the store, inside the same atomic step, rather than by
         the caller after a read: a check before the write would cost the ack path a read
         and still leave the write unguarded.
+
+        ``known`` is the run as a refusal of this same decision carried it (the caller then
+        looked the person up and asks again). It is a hint, never a judgement: a store may
+        use it to choose the shape of its first write (a vote, the ``all_of`` entry it fills,
+        with or without the claim) instead of writing blind, but the outcome is what the
+        rules say of the stored record, whatever ``known`` says.
         """
         ...
 

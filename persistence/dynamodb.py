@@ -68,6 +68,7 @@ from engine.store import (
     RunExists,
     RunNotFound,
     StoreBroken,
+    StoreError,
     StoreUnavailable,
     VersionConflict,
 )
@@ -206,6 +207,7 @@ class DynamoRunStore:
         card: MessageRef | None = None,
         member_of: frozenset[str] = frozenset(),
         event: AuditEvent | None = None,
+        known: Run | None = None,
     ) -> Run:
         # One conditional UpdateItem in the plain case. Its condition is the engine's
         # declaration of the rules (``engine.decision_rules``) rendered for DynamoDB; when
@@ -219,6 +221,22 @@ class DynamoRunStore:
         # Only the rules count an approval toward an all_of entry (the first write, blind,
         # claims none: it can only succeed where none is missing).
         decision = replace(decision, counts_for=None)
+        if known is not None:
+            # The item as the caller last saw it (the refusal it looked the person up after,
+            # or an earlier click on this ask): the first write is shaped by it (a vote, the
+            # all_of entry it fills) instead of written blind and refused. Timeline: t0 the
+            # item is read (ALL_OLD, ALL_NEW); t1 the caller looks the person up (cached Slack
+            # calls); t2 this write, shaped by the t0 item. Its condition is that of a write
+            # shaped by a fresh ALL_OLD: the rules and the shape's own (``short``, ``gaps``,
+            # the entry still missing), not the version, so a vote or decision landing
+            # between t0 and t2 makes it fail and be judged again below; a save that only
+            # bumps the version does not change what it may do. The claim stays as asked
+            # (its condition says whether the run is free at t2), and a hint never refuses:
+            # judged refused on the t0 item, the write is made as without one.
+            with contextlib.suppress(StoreError):
+                shaped = self._shaped(known, run_id, ask_key, decision, now, claiming, card, member_of, event)
+                if shaped is not None:
+                    vote, decision = shaped[0], shaped[2]
         for _ in range(_DECIDE_ATTEMPTS):
             try:
                 return self._decide(
@@ -233,28 +251,41 @@ class DynamoRunStore:
                     vote=vote,
                 )
             except _Rejudge as failed:
-                expected = decided(
-                    failed.run,
-                    run_id,
-                    ask_key,
-                    decision,
-                    now=now,
-                    claim=claiming,
-                    card=card,
-                    member_of=member_of,
-                    event=event,
-                )  # raises the refusal, if that is what it was
-                if expected is failed.run:
+                # raises the refusal, if that is what it was
+                shaped = self._shaped(failed.run, run_id, ask_key, decision, now, claiming, card, member_of, event)
+                if shaped is None:
                     return self._inline(failed.item)  # already recorded (a retry after a lost response)
-                new_vote = expected.asks[ask_key].status is AskStatus.PENDING
-                recounted = items.as_recorded(expected.asks[ask_key], decision)  # with the all_of entry it fills
-                held = claiming is not None and not new_vote and expected.lease_owner != claiming.owner
-                if new_vote == vote and not held and recounted.counts_for == decision.counts_for:
+                if shaped[:2] == (vote, claiming) and shaped[2].counts_for == decision.counts_for:
                     # Allowed as parsed, yet refused: the condition and the rules disagree
                     # about this item. Refuse rather than guess.
                     raise StoreBroken(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
-                vote, claiming, decision = new_vote, (None if held else claiming), recounted
+                vote, claiming, decision = shaped
         raise StoreUnavailable(f"ask {ask_key} of run {run_id}: the record kept changing; try again")
+
+    @staticmethod
+    def _shaped(
+        run: Run,
+        run_id: str,
+        ask_key: str,
+        decision: Decision,
+        now: float,
+        claiming: Lease | None,
+        card: MessageRef | None,
+        member_of: frozenset[str],
+        event: AuditEvent | None,
+    ) -> tuple[bool, Lease | None, Decision] | None:
+        """How ``decision`` is to be written on ``run`` as stored: as a vote or not, with
+        the claim or not (someone holds the run), and with the ``all_of`` entry it fills;
+        None when ``run`` already records it. Raises the refusal the rules give."""
+        expected = decided(
+            run, run_id, ask_key, decision, now=now, claim=claiming, card=card, member_of=member_of, event=event
+        )
+        if expected is run:
+            return None
+        vote = expected.asks[ask_key].status is AskStatus.PENDING
+        recounted = items.as_recorded(expected.asks[ask_key], decision)  # with the all_of entry it fills
+        held = claiming is not None and not vote and expected.lease_owner != claiming.owner
+        return vote, (None if held else claiming), recounted
 
     def _decide(
         self,

@@ -231,7 +231,10 @@ class SqliteRunStore:
         card: MessageRef | None = None,
         member_of: frozenset[str] = frozenset(),
         event: AuditEvent | None = None,
+        known: Run | None = None,
     ) -> Run:
+        # ``known`` is not needed: the rules are judged on the row read under the write lock,
+        # and a refused decision writes nothing, so there is no blind write to spare.
         with self._write() as conn:
             run = self._read(conn, run_id)
             new = decided(
