@@ -105,6 +105,18 @@ class LambdaHandoff:
         self._client: LambdaClient | None = None
         self._clock = clock
 
+    def prepare(self) -> None:
+        """Make the client now (Lambda's init phase), not inside the first ack: reading
+        botocore's Lambda model and endpoint rules is most of a cold start's handoff.
+        A failure here is left for ``submit`` to meet and report."""
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            if self._client is None:
+                self._client = self._make_client()
+        except BotoCoreError as error:
+            logger.warning("could not make the Lambda client ahead of the first event: %s", type(error).__name__)
+
     async def submit(self, work: Work) -> None:
         payload = json.dumps(seal(work, key=self._key, function=self._function, now=self._clock()))
         try:

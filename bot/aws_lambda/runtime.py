@@ -73,6 +73,10 @@ class LambdaRuntime:
 
         return cls(Services(slack=slack, settings=settings), function=function)
 
+    def prepare(self) -> None:
+        """What the init phase can do ahead of any event, so that the first one waits for none of it."""
+        self.handoff.prepare()
+
     def handle(self, event: object, context: object = None) -> dict[str, Any]:
         """Answer one event; its log lines name its request, its metrics are written at its end."""
         with log_context.about(request_id=getattr(context, "aws_request_id", None)):
