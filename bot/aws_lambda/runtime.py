@@ -74,7 +74,11 @@ class LambdaRuntime:
         return cls(Services(slack=slack, settings=settings), function=function)
 
     def prepare(self) -> None:
-        """What the init phase can do ahead of any event, so that the first one waits for none of it."""
+        """What the init phase can do ahead of any event, so that the first one waits for none of it:
+        the handoff's Lambda client, and the codec that a first connection's host name goes
+        through (``socket.getaddrinfo`` encodes a ``str`` host with ``idna``)."""
+        import encodings.idna  # noqa: F401
+
         self.handoff.prepare()
 
     def handle(self, event: object, context: object = None) -> dict[str, Any]:
