@@ -42,6 +42,7 @@ def test_on_lambda_the_import_builds_the_container() -> None:
     env = {
         "AWS_LAMBDA_FUNCTION_NAME": "approvals",
         "AWS_REGION": "eu-west-1",
+        "AWS_DEFAULT_REGION": "eu-west-1",
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "SLACK_BOT_TOKEN": "xoxb-test",
