@@ -5,7 +5,7 @@ the work it hands itself past Slack's 3-second ack, and the scheduled sweep. Eve
 else lives in ``bot.aws_lambda``; this module stays a few lines.
 
 On Lambda (``AWS_LAMBDA_FUNCTION_NAME`` set) importing it builds the container's runtime:
-Lambda imports the handler in its init phase, before the first event, so the ~900 modules,
+Lambda imports the handler in its init phase, before the first event, so the ~800 modules,
 the Bolt app, the Slack secrets' read and the Lambda client of the handoff are ready when
 Slack's request arrives, and the first event's handling is only the request itself (the
 work is the same; ``bench/cold_start.py`` measures both the split and the total). If that
@@ -39,7 +39,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
 
 @contextmanager
 def _cold() -> Iterator[None]:
-    """Importing some 900 modules would set the collector walking the new objects (~50 ms of
+    """Importing some 800 modules would set the collector walking the new objects (~50 ms of
     a cold start): collect nothing until they are made, then set them aside for good."""
     gc.disable()
     try:
