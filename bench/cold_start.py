@@ -711,7 +711,7 @@ def write(report: ColdStartReport, *, command: str, results: Path = RESULTS) -> 
     results.mkdir(exist_ok=True)
     md, js = results / "cold.md", results / "cold.json"
     md.write_text(markdown(report, command=command))
-    js.write_text(json.dumps({"command": command, **report.as_dict()}, indent=2) + "\n")
+    js.write_text(json.dumps({"produced_by": command, **report.as_dict()}, indent=2) + "\n")
     return md, js
 
 
