@@ -48,6 +48,7 @@ SECTIONS: tuple[Section, ...] = (
         title="Ack latency under load",
         command="python -m bench.ack_latency --concurrency 50 --cold-start 15",
     ),
+    Section(name="cold", title="Lambda cold ack", command="python -m bench.cold_start --samples 21 --write"),
     Section(name="cost", title="Cost of one approval cycle", command="python -m bench.cycle_cost"),
     Section(name="peers", title="Beside the peers", command="bash bench/peers/run.sh"),
     Section(name="resume", title="Resume overhead against state size", command="python -m bench.resume_size"),

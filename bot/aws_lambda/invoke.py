@@ -105,6 +105,18 @@ class LambdaHandoff:
         self._client: LambdaClient | None = None
         self._clock = clock
 
+    def prepare(self) -> None:
+        """Make the client now (Lambda's init phase), not inside the first ack: reading
+        botocore's Lambda model and endpoint rules is most of a cold start's handoff.
+        A failure here is left for ``submit`` to meet and report."""
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            if self._client is None:
+                self._client = self._make_client()
+        except BotoCoreError as error:
+            logger.warning("could not make the Lambda client ahead of the first event: %s", type(error).__name__)
+
     async def submit(self, work: Work) -> None:
         payload = json.dumps(seal(work, key=self._key, function=self._function, now=self._clock()))
         try:
@@ -130,13 +142,14 @@ class LambdaHandoff:
 
 
 def _lambda_client() -> LambdaClient:
-    """boto3's Lambda client, made the way ``boto3.client`` makes it (a botocore session,
-    which honours ``AWS_ENDPOINT_URL_LAMBDA`` and the region and credential chain), minus
-    importing boto3 itself: its S3 transfer machinery costs ~20 ms of a cold start's ack."""
+    """boto3's Lambda client, made the way ``boto3.client`` makes it (from the container's one
+    botocore session, which honours ``AWS_ENDPOINT_URL_LAMBDA`` and the region and credential
+    chain), minus importing boto3 itself: its S3 transfer machinery costs ~20 ms of a cold start."""
     from botocore.config import Config
-    from botocore.session import get_session
+
+    from bot.aws_lambda.sdk import session
 
     # One short try: this runs inside Slack's 3 s, and botocore's backoff before a second try
     # (up to a second after a throttle) would not fit. The person is told, and clicks again.
     config = Config(connect_timeout=0.3, read_timeout=0.6, retries={"mode": "standard", "total_max_attempts": 1})
-    return cast("LambdaClient", get_session().create_client("lambda", config=config))
+    return cast("LambdaClient", session().create_client("lambda", config=config))

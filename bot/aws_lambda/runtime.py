@@ -73,6 +73,14 @@ class LambdaRuntime:
 
         return cls(Services(slack=slack, settings=settings), function=function)
 
+    def prepare(self) -> None:
+        """What the init phase can do ahead of any event, so that the first one waits for none of it:
+        the handoff's Lambda client, and the codec that a first connection's host name goes
+        through (``socket.getaddrinfo`` encodes a ``str`` host with ``idna``)."""
+        import encodings.idna  # noqa: F401
+
+        self.handoff.prepare()
+
     def handle(self, event: object, context: object = None) -> dict[str, Any]:
         """Answer one event; its log lines name its request, its metrics are written at its end."""
         with log_context.about(request_id=getattr(context, "aws_request_id", None)):

@@ -1,4 +1,4 @@
-"""Whether Lambda's own boto3 is new enough for the bot: one error line at a cold start if not.
+"""The SDK this container runs: whether Lambda's own boto3 is new enough, and its one botocore session.
 
 A project's Makefile leaves boto3 and botocore out of the package (~25 MB), because
 Lambda's Python runtime has them; AWS updates that copy, but a function may run on an old
@@ -7,12 +7,21 @@ one (a pinned runtime version, a stale region). The bot then needs what pyprojec
 instead of failing later in some call that copy lacks. Reading ``botocore.__version__`` is
 free on a deployed function: reading the Slack secret has imported botocore already
 (and importing its package alone takes under a millisecond).
+
+Every client the container makes comes from one botocore session (``session``), as
+``boto3.client`` makes them from boto3's default one: a session reads botocore's endpoint
+data and caches the models it loads, and a second session would read them all again
+(~55 ms of a cold start that reads the Slack secret, then makes the Lambda client).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from botocore.session import Session
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +47,14 @@ def sdk_too_old(botocore_version: str) -> bool:
         *MIN_BOTO3,
     )
     return True
+
+
+@functools.cache
+def session() -> Session:
+    """This container's botocore session (clients made in the init phase, one thread at a time)."""
+    from botocore.session import get_session
+
+    return get_session()
 
 
 def check_runtime_sdk() -> bool:

@@ -24,12 +24,13 @@ class SecretsUnavailable(ConfigError):
 def slack_secrets(secret_id: str) -> dict[str, str]:
     from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
-    from botocore.session import get_session
 
-    # Read on a cold start, before the first ack: a short wait, one retry, never 60 s.
+    from bot.aws_lambda.sdk import session
+
+    # Read in the init phase (or, if that failed, inside the first ack): a short wait, one retry, never 60 s.
     config = Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 2})
     try:
-        client: Any = get_session().create_client("secretsmanager", config=config)
+        client: Any = session().create_client("secretsmanager", config=config)
         value = client.get_secret_value(SecretId=secret_id)["SecretString"]
     except ClientError as error:
         code = error.response.get("Error", {}).get("Code", "error")

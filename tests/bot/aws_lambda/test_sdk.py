@@ -1,4 +1,4 @@
-"""The cold start's check of Lambda's own boto3 (``bot.aws_lambda.sdk``)."""
+"""The SDK of a Lambda container (``bot.aws_lambda.sdk``): the check of Lambda's own boto3, and its one session."""
 
 from __future__ import annotations
 
@@ -6,12 +6,16 @@ import logging
 import re
 import tomllib
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import botocore
 import pytest
 
+from bot.aws_lambda import invoke, sdk
 from bot.aws_lambda.runtime import LambdaRuntime
 from bot.aws_lambda.sdk import MIN_BOTO3, sdk_too_old
+from bot.aws_lambda.secrets import slack_secrets
 from bot.slack_access import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -69,3 +73,25 @@ def test_a_cold_start_refuses_a_rotating_bot_token(monkeypatch: pytest.MonkeyPat
     with pytest.raises(ConfigError, match=r"^SLACK_BOT_TOKEN is a rotating bot token") as refused:
         LambdaRuntime.from_environment()
     assert "MS0yLTEx" not in str(refused.value)
+
+
+class _Session:
+    """A botocore session that records which clients it made (each answers what the code reads)."""
+
+    def __init__(self) -> None:
+        self.made: list[str] = []
+
+    def create_client(self, service: str, **_: Any) -> Any:
+        self.made.append(service)
+        secret = '{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "' + "s" * 32 + '"}'
+        return SimpleNamespace(get_secret_value=lambda **_: {"SecretString": secret})
+
+
+def test_the_secrets_client_and_the_lambda_client_come_from_one_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second session would read botocore's endpoint data and models again: ~50 ms of a cold start."""
+    assert sdk.session() is sdk.session()
+    session = _Session()
+    monkeypatch.setattr(sdk, "session", lambda: session)
+    assert slack_secrets("arn:aws:secretsmanager:eu-west-1:123456789012:secret:slack")["SLACK_BOT_TOKEN"] == "xoxb-1"
+    invoke._lambda_client()
+    assert session.made == ["secretsmanager", "lambda"]
