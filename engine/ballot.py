@@ -22,7 +22,8 @@ are made before the write. So an ``all_of`` approval or a quorum vote costs one 
 the process that posted the card or saw the ask before, and one refusal more elsewhere.
 That record is a hint, never a judgement: only lookups follow from it here, and the store
 judges the decision on the record as stored (a stale hint costs the refused write it
-would have cost anyway). A few hundred asks are kept, only what their rules read.
+would have cost anyway). The last ``ASKS_KEPT`` asks are kept, each as its run's record with
+that ask alone and without the state or the audit trail (a few MB at most).
 """
 
 from __future__ import annotations
@@ -135,8 +136,8 @@ class Ballot:
             self._keep(run, ask.key)
 
     def _keep(self, run: Run, ask_key: str) -> Run:
-        """Remember the record of ``ask_key`` while it is pending (only what its rules read,
-        a few of them at most); ``run`` as it is, for the write that follows."""
+        """Remember the record of ``ask_key`` while it is pending (the run with that ask alone,
+        without state or audit trail); ``run`` as it is, for the write that follows."""
         where = (run.run_id, ask_key)
         ask = run.asks.get(ask_key)
         self._seen.pop(where, None)

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import ClientError
 
 from engine.audit import MAX_EVENTS, AuditEvent
-from engine.decision_rules import condition_for
+from engine.decision_rules import ALL_OF_LOOKED_UP, condition_for
 from engine.records import (
     DELIVERY_GRACE_SECONDS,
     Ask,
@@ -221,6 +221,7 @@ class DynamoRunStore:
         # Only the rules count an approval toward an all_of entry (the first write, blind,
         # claims none: it can only succeed where none is missing).
         decision = replace(decision, counts_for=None)
+        earlier: tuple[str, ...] = ()  # all_of entries the write checks are filled (see _filled_before)
         if known is not None:
             # The item as the caller last saw it (the refusal it looked the person up after,
             # or an earlier click on this ask): the first write is shaped by it (a vote, the
@@ -237,6 +238,7 @@ class DynamoRunStore:
                 shaped = self._shaped(known, run_id, ask_key, decision, now, claiming, card, member_of, event)
                 if shaped is not None:
                     vote, decision = shaped[0], shaped[2]
+                    earlier = _filled_before(known, ask_key, decision, member_of)
         for _ in range(_DECIDE_ATTEMPTS):
             try:
                 return self._decide(
@@ -249,6 +251,7 @@ class DynamoRunStore:
                     member_of=member_of,
                     event=event,
                     vote=vote,
+                    earlier=earlier,
                 )
             except _Rejudge as failed:
                 # raises the refusal, if that is what it was
@@ -260,6 +263,7 @@ class DynamoRunStore:
                     # about this item. Refuse rather than guess.
                     raise StoreBroken(f"ask {ask_key} of run {run_id}: decision refused for no known reason") from None
                 vote, claiming, decision = shaped
+                earlier = _filled_before(failed.run, ask_key, decision, member_of)
         raise StoreUnavailable(f"ask {ask_key} of run {run_id}: the record kept changing; try again")
 
     @staticmethod
@@ -299,6 +303,7 @@ class DynamoRunStore:
         member_of: frozenset[str],
         event: AuditEvent | None,
         vote: bool,
+        earlier: tuple[str, ...] = (),
     ) -> Run:
         names = {"#k": ask_key, "#version": "version"}
         values: dict[str, Any] = {
@@ -318,6 +323,12 @@ class DynamoRunStore:
         # The rules, as the engine declares them; what follows only shapes the write.
         rules = condition_for(ask_key, decision, member_of=member_of, now=now)
         conditions = [items.render(rules, names, values)]
+        for i, entry in enumerate(earlier):
+            # The entry this approval fills is the first missing one the person is in only
+            # if those before it that they are in are filled: a record that said so (the
+            # caller's hint, or an older ALL_OLD) may not be the one stored now.
+            names.update({"#filled": "filled", f"#e{i}": entry})
+            conditions.append(f"attribute_exists(asks.#k.#filled.#e{i})")
         if card is not None:
             sets.append("asks.#k.#card = if_not_exists(asks.#k.#card, :card)")
             names["#card"] = "card"
@@ -729,3 +740,16 @@ def _stored_item(exc: ClientError) -> dict[str, Any] | None:
 
 def _condition_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _filled_before(run: Run, ask_key: str, decision: Decision, member_of: frozenset[str]) -> tuple[str, ...]:
+    """The ``all_of`` entries before the one ``decision`` fills that the person is in: the
+    rules count an approval for the first missing entry the person is in, so on ``run``
+    (where ``decision`` was shaped) these are filled, and the write checks they still are."""
+    ask = run.asks.get(ask_key)
+    slot = decision.counts_for
+    if ask is None or slot is None or slot not in ask.rules.all_of:
+        return ()
+    facts = {decision.user} | (member_of - {ALL_OF_LOOKED_UP})
+    order = list(ask.rules.all_of)
+    return tuple(entry for entry in order[: order.index(slot)] if entry in facts)
