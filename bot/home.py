@@ -4,11 +4,7 @@ A Home tab is published when its owner opens it (``app_home_opened``) and again 
 run changes for them: a new ask they may decide, a decision or approval on one, a run of
 theirs ending. Only people who have opened Home in the last ``VIEWER_DAYS`` are
 refreshed (the store keeps who did, read at most once a ``VIEWERS_TTL`` per process), so
-a run never publishes tabs nobody looks at. A pass never waits for that read: a long-lived
-process reads the list when it starts (``warm``), and a list older than ``VIEWERS_TTL`` is
-used once more while a background read replaces it, so a change reaching a tab waits at
-most one ``VIEWERS_TTL`` for a viewer another process recorded; only a process that has
-never read it (a Lambda container's first pass) reads it inline. Each refresh reads the store, never Slack's
+a run never publishes tabs nobody looks at. Each refresh reads the store, never Slack's
 messages, so the tab shows saved state only; one person's tab is published at most once
 a ``MIN_INTERVAL``, which keeps within ``views.publish``'s rate limit.
 """
@@ -61,7 +57,6 @@ class RunViews:
         self._command = command
         self._clock = clock
         self._viewers: tuple[float, dict[str, float]] | None = None
-        self._rereading: asyncio.Task[None] | None = None
         self._published: dict[str, float] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -142,34 +137,12 @@ class RunViews:
             people |= {u for u, at in viewers.items() if at >= recent}
         return people & set(viewers)
 
-    async def warm(self) -> None:
-        """Read the viewers now (a server's start), so that no pass waits for it later."""
-        try:
-            await self._reread()
-        except Exception as error:  # the first change reads it again
-            logger.warning("home: could not read who uses Home (%s)", type(error).__name__)
-
     async def _current_viewers(self) -> dict[str, float]:
-        if self._viewers is None:
-            await self._reread()  # never read in this process: nothing to go on but the store
-        elif time.monotonic() - self._viewers[0] >= VIEWERS_TTL and self._rereading is None:
-            self._rereading = asyncio.create_task(self._reread_later())
-        assert self._viewers is not None
+        now = self._clock()
+        if self._viewers is None or time.monotonic() - self._viewers[0] >= VIEWERS_TTL:
+            seen = await in_thread(self._store.home_viewers, since=now - VIEWER_DAYS * 86400)
+            self._viewers = (time.monotonic(), dict(seen))
         return self._viewers[1]
-
-    async def _reread(self) -> None:
-        seen = await in_thread(self._store.home_viewers, since=self._clock() - VIEWER_DAYS * 86400)
-        if self._viewers is not None:  # opens this process saw while the read was under way
-            seen = {**seen, **{u: at for u, at in self._viewers[1].items() if at > seen.get(u, -1.0)}}
-        self._viewers = (time.monotonic(), dict(seen))
-
-    async def _reread_later(self) -> None:
-        try:
-            await self._reread()
-        except Exception as error:  # the stale list serves until the next change tries again
-            logger.info("home: could not read who uses Home again (%s)", type(error).__name__)
-        finally:
-            self._rereading = None
 
     async def _workspace_ready(self) -> bool:
         try:

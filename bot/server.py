@@ -62,7 +62,6 @@ def build_web_app(
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await asyncio.to_thread(services.graphs.load)
-        await services.views.warm()  # who uses App Home: read now, not by the first pass
         app[SWEEPER_KEY] = asyncio.create_task(
             sweep_forever(services, every=sweep_seconds, ack_first=handoff.ack_first)
         )

@@ -60,7 +60,6 @@ async def run_socket_mode(settings: Settings, *, sweep_seconds: float = 60.0) ->
     handoff = InProcessHandoff(services=services)
     edge = build_edge(services, handoff=handoff, ack_first=handoff.ack_first)
     await asyncio.to_thread(services.graphs.load)
-    await services.views.warm()  # who uses App Home: read now, not by the first pass
     handler = _EdgeHandler(edge, settings.slack_app_token.get_secret_value())
     # Ask for the WebSocket URL once up front: on a refused token the SDK would log and retry forever
     # (the process looking alive), so exit clearly instead. The handler then connects to this URL.

@@ -55,7 +55,7 @@ async def _one_cycle(
     return counts, moto_server.capacity(app_id=BOT_APP_ID), state_bytes
 
 
-async def test_one_approval_cycle_costs_eight_small_dynamodb_requests(
+async def test_one_approval_cycle_costs_nine_small_dynamodb_requests(
     start_bot: StartBot, dynamodb_backend: Backend, local_slack: LocalSlack, user_for, moto_server: CountingMotoServer
 ) -> None:
     counts, capacity, state = await _one_cycle(
@@ -73,9 +73,8 @@ async def test_one_approval_cycle_costs_eight_small_dynamodb_requests(
         f"{capacity['read_units']} read units"
     )
     # create; save the pause; index the ask for its deciders' inboxes (BatchWriteItem); record
-    # the card; decide and claim; save the end; record the final message. Nothing is read:
-    # who uses App Home was read when the process started (``RunViews.warm``), and a pass
-    # never waits for that read again (a stale list is read again in the background).
+    # the card; decide and claim; save the end; record the final message. Plus one read of who
+    # uses App Home (GetItem), which a process makes at most once a minute whatever it does.
     # The start limits (engine.start_limits) add one small conditional write to the person's
     # book (UpdateItem: the run counted in its minute and open); a person's first start ever
     # adds a second (the refused UpdateItem, then the PutItem that makes the book). Its write
@@ -84,6 +83,7 @@ async def test_one_approval_cycle_costs_eight_small_dynamodb_requests(
         "dynamodb.PutItem": 1,
         "dynamodb.UpdateItem": 5 + 1,
         "dynamodb.BatchWriteItem": 1,
+        "dynamodb.GetItem": 1,
     }, counts
     assert capacity["unmetered"] == 0
     table_units = capacity["write_units"] - capacity["index_write_units"]
