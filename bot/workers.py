@@ -86,14 +86,25 @@ class WorkerPool:
 
     ``env``: the workers' environment (default this process's): they read the same
     settings from it as the serving process did (``bot.settings.load_settings``).
+    ``module`` is what a worker runs (``python -m``); tests give a stand-in.
     """
 
-    def __init__(self, *, count: int, sweep_seconds: float, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        count: int,
+        sweep_seconds: float,
+        env: Mapping[str, str] | None = None,
+        module: str = "bot.worker",
+        max_pending: int = MAX_PENDING,
+    ) -> None:
         if count < 1:
             raise ValueError("a pool has at least one worker")
         self._slots = [_Slot(index=i) for i in range(count)]
         self._sweep_seconds = sweep_seconds
         self._env = dict(os.environ if env is None else env)
+        self._module = module
+        self._max_pending = max_pending
         self._seq = 0
         self._stopping = False
         self.restarts = 0
@@ -119,8 +130,10 @@ class WorkerPool:
         if self._stopping:
             raise HandoffFailed("the bot is shutting down")
         slot = min(self._slots, key=lambda s: (s.process is None, len(s.in_hand)))
-        if len(slot.in_hand) >= MAX_PENDING:
-            logger.warning("refused %s work: every worker has %d pieces of work in hand", kind_of(work), MAX_PENDING)
+        if len(slot.in_hand) >= self._max_pending:
+            logger.warning(
+                "refused %s work: every worker has %d pieces of work in hand", kind_of(work), self._max_pending
+            )
             raise HandoffFailed("the bot has too much work in hand; try again in a minute")
         self._seq += 1
         request_id = log_context.current().get("request_id")
@@ -142,7 +155,7 @@ class WorkerPool:
             sys.executable,
             "-P",  # not the current directory first on sys.path: the worker puts it last, as the CLI does
             "-m",
-            "bot.worker",
+            self._module,
             f"--index={slot.index}",
             f"--read-fd={to_worker}",
             f"--write-fd={from_worker}",
