@@ -17,9 +17,11 @@ sharing one aiohttp pool per app (a connection each once warm).
 ``workers`` serves ours as ``approval-bot serve --workers N`` does (``bot.workers``): it
 acks and hands each piece of work to one of N worker processes, which run the runs and
 resumes against the same SQLite file and the same local Slack; a burst has settled when
-the workers have reported every piece done. The local Slack stays on the servers' loop,
-as in every mode: answering the workers' calls there sits between our acks (in production
-Slack is another machine), so the figure is, if anything, ours at a disadvantage.
+the workers have reported every piece done and Slack has been quiet for a moment. The local
+Slack then runs on an event loop of its own (a thread of this process): in production Slack
+is another machine, and on the servers' loop the workers' hundreds of calls a burst would
+sit between our acks, which the bare app's bursts never see. It still shares this process's
+interpreter lock with the servers, so the figure is, if anything, ours at a disadvantage.
 """
 
 from __future__ import annotations
@@ -98,10 +100,11 @@ async def measure_ack_under_load(
     serves ours with that many worker processes (``approval-bot serve --workers``).
     """
     servers_loop = _LoopThread()
+    slack_loop = _LoopThread() if workers else None
     with tempfile.TemporaryDirectory(prefix="bench-ack-load-") as workdir:
-        if workers:
+        if slack_loop is not None:
             servers = await servers_loop.call(
-                _serve_with_workers(workdir=Path(workdir), inline=inline, workers=workers)
+                _serve_with_workers(workdir=Path(workdir), inline=inline, workers=workers, slack_loop=slack_loop)
             )
         else:
             servers = await servers_loop.call(_serve(workdir=Path(workdir), inline=inline))
@@ -120,6 +123,8 @@ async def measure_ack_under_load(
         finally:
             await servers_loop.call(servers.stop())
             servers_loop.close()
+            if slack_loop is not None:
+                slack_loop.close()
 
 
 WORKER_SETTLE_TIMEOUT = 60.0
@@ -127,11 +132,11 @@ SLACK_QUIET_SECONDS = 0.05
 """With workers, a burst has settled once they report every piece done and Slack heard nothing this long."""
 
 
-async def _serve_with_workers(*, workdir: Path, inline: bool, workers: int) -> _Servers:
-    """``_serve``'s two apps, ours with ``workers`` worker processes, which read the same
-    settings from their environment."""
-    slack = LocalSlack()
-    await slack.start()
+async def _serve_with_workers(*, workdir: Path, inline: bool, workers: int, slack_loop: _LoopThread) -> _Servers:
+    """``_serve``'s two apps, ours with ``workers`` worker processes (which read the same
+    settings from their environment), and the local Slack on ``slack_loop``."""
+    slack = _SlackApart(slack_loop)
+    await slack_loop.call(slack.start())
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "DYNAMODB_", "SNAPSHOT_", "AWS_"))},
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),  # bench.graphs, from anywhere
@@ -157,6 +162,17 @@ async def _serve_with_workers(*, workdir: Path, inline: bool, workers: int) -> _
         bare_app(token=slack.bot_token, api_url=slack.api_url, inline=inline).web_app()
     )
     return servers
+
+
+class _SlackApart(LocalSlack):
+    """The local Slack, started on a loop of its own and stopped there."""
+
+    def __init__(self, loop: _LoopThread) -> None:
+        super().__init__()
+        self._own_loop = loop
+
+    async def stop(self) -> None:
+        await self._own_loop.call(super().stop())
 
 
 _SETTINGS = {

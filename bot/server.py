@@ -74,11 +74,11 @@ def build_web_app(
         return web.json_response(found.body(graphs_loaded=services.graphs.loaded), status=200 if found.ok else 503)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        if isinstance(handoff, WorkerHandoff):
-            # Workers first: they load the graphs while this process does (the policies of
-            # a modal's decision, recorded in its ack, need them here too); worker 0 sweeps.
-            await handoff.pool.start()
         try:
+            if isinstance(handoff, WorkerHandoff):
+                # Workers first: they load the graphs while this process does (the policies of
+                # a modal's decision, recorded in its ack, need them here too); worker 0 sweeps.
+                await handoff.pool.start()
             await asyncio.to_thread(services.graphs.load)
             if isinstance(handoff, InProcessHandoff):
                 app[SWEEPER_KEY] = asyncio.create_task(

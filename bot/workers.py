@@ -50,8 +50,10 @@ MAX_PENDING: Final = 500
 """Pieces of work in hand per worker (handed, not reported done) before ``submit`` refuses."""
 MAX_DELIVERIES: Final = 3
 """Times one piece of work is given to a worker: the first, and again after a worker died with it."""
-WORKER_NICENESS: Final = 10
-"""Added to a worker's nice value: under CPU contention the acking process runs first."""
+WORKER_NICENESS: Final = 19
+"""Added to a worker's nice value (the lowest priority): under CPU contention the acking process runs
+first. It orders the bot's own processes; in a container or a systemd unit (a cgroup of its own) it
+takes nothing from other services' share of the host."""
 RESTART_DELAYS: Final = (0.0, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds before restarting a worker, by how many times in a row it died young."""
 YOUNG_SECONDS: Final = 30.0
