@@ -32,7 +32,8 @@ STEADY_CHAIN = 4
 """Bursts sent back to back in the steady-traffic mode."""
 WORKERS_P99_GOAL = 1.5
 """Issue 23's goal in steady traffic, with worker processes: our p99 at most 1.5 times the bare app's."""
-DEFAULT_WORKERS = 2
+DEFAULT_WORKERS = 1
+"""On this bench's 2 cores: the acking process keeps one, one worker takes the other (docs/running.md)."""
 STEADY_BEGINS = "<!-- steady traffic: measured by --only steady too -->"
 STEADY_ENDS = "<!-- end of steady traffic -->"
 
@@ -103,10 +104,13 @@ def _steady_section(load: dict[str, Any]) -> list[str]:
     pooled = load.get("steady_workers")
     if pooled:
         lines += [
-            f"With {pooled['workers']} worker processes (`approval-bot serve --workers {pooled['workers']}`, "
+            f"With {pooled['workers']} worker process{'es' if pooled['workers'] > 1 else ''} "
+            f"(`approval-bot serve --workers {pooled['workers']}`, "
             "`bot/workers.py`), the same bursts in the same run: ours acks and writes each piece of work into a "
-            "worker's pipe; the workers (at a lower CPU priority) start the runs and resume them against the same "
-            "SQLite file and local Slack, and a burst has settled once they report every piece done:",
+            "worker's pipe; the workers (at the lowest CPU priority) start the runs and resume them against the same "
+            "SQLite file and local Slack, and a burst has settled once they report every piece done and Slack is "
+            "quiet. Here the local Slack answers on an event loop of its own, as Slack is another machine, but in "
+            "this process (`bench/ack_load.py` says why):",
             "",
             *_rows(pooled["comparisons"], p99=True),
             "",

@@ -292,7 +292,7 @@ async def _measure(
         (" [inline]" if inline else "")
         + (" (help only)" if help_only else "")
         + (f" (steady: {chain} bursts back to back)" if chain > 1 else "")
-        + (f" ({workers} workers)" if workers else "")
+        + (f" ({workers} worker{'s' if workers > 1 else ''})" if workers else "")
     )
     label = {"help": "/graph help", "run": f"/graph run {SMALL}", "click": "Approve click"}
     comparisons = [
