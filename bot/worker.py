@@ -4,7 +4,11 @@ It builds its own services (store, Slack client, engine) from the same settings 
 serving process, reads pieces of work (``bot.work``, one JSON line each) from its pipe,
 runs each with ``perform`` as a task, and reports each one done. Worker 0 also runs the
 sweeper, so that a server sweeps once, as without workers, and no sweep's pass runs in
-the acking process; a worker 0 that dies comes back with its sweeper.
+the acking process; a worker 0 that dies comes back with its sweeper. The alternative, the
+serving process querying the sweep index and handing each run out, would put that query
+and the purge of old runs on the loop that acks, and split ``RunEngine.sweep`` in two. The
+price: a sweep's runs resume one after the other in worker 0, as they do without workers,
+rather than spread over the workers.
 
 It ignores SIGINT and SIGTERM: the serving process drives the shutdown (a terminal's
 Ctrl-C, or systemd's SIGTERM to every process of the unit, reach the workers too). When
