@@ -69,9 +69,15 @@ def build_web_app(
     checker = HealthCheck(services=services)
 
     async def health(_: web.Request) -> web.Response:
-        """200 when the graphs are loaded and the store answers, else 503 with a one-line reason."""
+        """200 when the graphs are loaded and the store answers, else 503 with a one-line reason.
+
+        With workers, ``"workers"`` counts those running now: informational, since one that
+        died is back within seconds and its work waits for it meanwhile."""
         found = await checker.check()
-        return web.json_response(found.body(graphs_loaded=services.graphs.loaded), status=200 if found.ok else 503)
+        body = found.body(graphs_loaded=services.graphs.loaded)
+        if isinstance(handoff, WorkerHandoff):
+            body["workers"] = sum(pid is not None for pid in handoff.pool.pids())
+        return web.json_response(body, status=200 if found.ok else 503)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         try:

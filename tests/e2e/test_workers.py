@@ -17,6 +17,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
 from engine.ports import FINAL
 from engine.records import RunStatus
 from localslack import LocalSlack
@@ -76,6 +78,8 @@ async def test_an_approval_cycle_runs_in_workers_and_sigterm_drains_them(
     assert markers_file.read_text().splitlines() == ["writer:hello"], "the approved tool ran once"
     pids = [p for started in worker_pids(bot).values() for p in started]
     assert len(pids) == 2 and bot.process.pid not in pids
+    async with aiohttp.ClientSession() as session, session.get(bot.url + "/healthz") as health:
+        assert await health.json() == {"ok": True, "graphs_loaded": True, "workers": 2}
     await bot.stop()  # SIGTERM: the workers drain, flush their metrics and exit; then the server
 
     assert bot.process.returncode == 0, bot.output()[-3000:]
