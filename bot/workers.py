@@ -131,12 +131,13 @@ class WorkerPool:
         """Hand ``work`` to the worker with least in hand; HandoffFailed when all are full."""
         if self._stopping:
             raise HandoffFailed("the bot is shutting down")
-        slot = min(self._slots, key=lambda s: (s.process is None, len(s.in_hand)))
-        if len(slot.in_hand) >= self._max_pending:
+        room = [s for s in self._slots if len(s.in_hand) < self._max_pending]
+        if not room:
             logger.warning(
                 "refused %s work: every worker has %d pieces of work in hand", kind_of(work), self._max_pending
             )
             raise HandoffFailed("the bot has too much work in hand; try again in a minute")
+        slot = min(room, key=lambda s: (s.process is None, len(s.in_hand)))  # a running worker first
         self._seq += 1
         request_id = log_context.current().get("request_id")
         line = json.dumps({"seq": self._seq, "work": to_wire(work), "request_id": request_id}).encode() + b"\n"
