@@ -3,11 +3,17 @@
 Kept apart from the measurements (``bench/ack_latency.py``, ``bench/ack_load.py``) so those stay
 readable: this module only runs them, one request at a time, under load and, if asked, the
 Lambda cold start (``bench/cold_start.py``), and writes what they measured as Markdown and JSON.
+
+Steady traffic is measured twice, in one process and with ``--workers`` worker processes
+(``approval-bot serve --workers``), and has a section of its own between two markers:
+``--only steady`` measures those two again and replaces that section and its figures in
+the last results, leaving the others (and their minutes of measuring) as they were.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -24,25 +30,110 @@ P99_GOAL = 1.2
 
 STEADY_CHAIN = 4
 """Bursts sent back to back in the steady-traffic mode."""
+WORKERS_P99_GOAL = 1.5
+"""Issue 23's goal in steady traffic, with worker processes: our p99 at most 1.5 times the bare app's."""
+DEFAULT_WORKERS = 1
+"""On this bench's 2 cores: the acking process keeps one, one worker takes the other (docs/running.md)."""
+STEADY_BEGINS = "<!-- steady traffic: measured by --only steady too -->"
+STEADY_ENDS = "<!-- end of steady traffic -->"
 
 
-def _rows(comparisons: list[Comparison], *, p99: bool) -> list[str]:
+def _rows(comparisons: list[Comparison] | list[dict[str, Any]], *, p99: bool) -> list[str]:
     head = "| measurement | n | ours p50 | ours p99 | bare p50 | bare p99 | p50 ratio | p99 ratio |"
     if not p99:
         head = "| measurement | n | ours p50 | ours p95 | bare p50 | bare p95 | p50 ratio | p95 ratio |"
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    tail = "p99" if p99 else "p95"
     for c in comparisons:
-        tail, base_tail, ratio = (
-            (c.ours.p99, c.baseline.p99, c.p99_ratio) if p99 else (c.ours.p95, c.baseline.p95, c.p95_ratio)
-        )
+        r = c.as_dict() if isinstance(c, Comparison) else c
         lines.append(
-            f"| {c.name} | {len(c.ours.samples)} | {c.ours.median * 1000:.2f} ms | {tail * 1000:.2f} ms | "
-            f"{c.baseline.median * 1000:.2f} ms | {base_tail * 1000:.2f} ms | {c.ratio:.2f} | **{ratio:.2f}** |"
+            f"| {r['name']} | {r['samples']} | {r['ours_median_ms']:.2f} ms | {r[f'ours_{tail}_ms']:.2f} ms | "
+            f"{r['baseline_median_ms']:.2f} ms | {r[f'baseline_{tail}_ms']:.2f} ms | {r['ratio']:.2f} | "
+            f"**{r[f'{tail}_ratio']:.2f}** |"
         )
     return lines
 
 
-async def _collect(*, samples: int, concurrency: int, rounds: int, cold_start: int) -> tuple[dict[str, Any], str]:
+def _all(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(r for r in rows if ": all" in r["name"])
+
+
+async def _measure_steady(*, concurrency: int, rounds: int, workers: int) -> dict[str, Any]:
+    """The steady-traffic figures, in one process and (``workers`` > 0) with worker processes."""
+    from bench.ack_load import measure_ack_under_load
+
+    steady = await measure_ack_under_load(clients=concurrency, rounds=rounds, chain=STEADY_CHAIN)
+    rows = [c.as_dict() for c in steady.comparisons]
+    found: dict[str, Any] = {
+        "steady_rounds": rounds,
+        "steady": rows,
+        "steady_p99_ratio": _all(rows)["p99_ratio"],
+        "steady_worst_ours_ms": round(steady.worst_ours * 1000, 3),
+    }
+    if workers:
+        pooled = await measure_ack_under_load(clients=concurrency, rounds=rounds, chain=STEADY_CHAIN, workers=workers)
+        pooled_rows = [c.as_dict() for c in pooled.comparisons]
+        found["steady_workers"] = {
+            "workers": workers,
+            "comparisons": pooled_rows,
+            "p99_ratio": _all(pooled_rows)["p99_ratio"],
+            "worst_ours_ms": round(pooled.worst_ours * 1000, 3),
+            "p99_goal": WORKERS_P99_GOAL,
+            "p99_goal_met": _all(pooled_rows)["p99_ratio"] <= WORKERS_P99_GOAL,
+        }
+    return found
+
+
+def _steady_section(load: dict[str, Any]) -> list[str]:
+    """The steady-traffic section, from the figures (``_measure_steady``) kept in ``load``."""
+    ratio = load["steady_p99_ratio"]
+    lines = [
+        STEADY_BEGINS,
+        "",
+        f"### Steady traffic: {load['clients']} concurrent clients, bursts back to back",
+        "",
+        f"{STEADY_CHAIN} mixed bursts back to back per round ({load['steady_rounds']} rounds), each sent as soon "
+        "as the previous one is acked, so the runs and resumes the earlier bursts handed off run while the later "
+        "bursts are acked (their first burst is left out: nothing runs yet when it arrives). In one process "
+        "(`approval-bot serve`), acking first orders starts only; a graph pass already running holds the loop "
+        "between its awaits, and the acks wait for those steps:",
+        "",
+        *_rows(load["steady"], p99=True),
+        "",
+    ]
+    pooled = load.get("steady_workers")
+    if pooled:
+        lines += [
+            f"With {pooled['workers']} worker process{'es' if pooled['workers'] > 1 else ''} "
+            f"(`approval-bot serve --workers {pooled['workers']}`, "
+            "`bot/workers.py`), the same bursts in the same run: ours acks and writes each piece of work into a "
+            "worker's pipe; the workers (at the lowest CPU priority) start the runs and resume them against the same "
+            "SQLite file and local Slack, and a burst has settled once they report every piece done and Slack is "
+            "quiet. Here the local Slack answers on an event loop of its own, as Slack is another machine, but in "
+            "this process (`bench/ack_load.py` says why):",
+            "",
+            *_rows(pooled["comparisons"], p99=True),
+            "",
+        ]
+    worst = f"Slowest ack of ours in steady traffic: {load['steady_worst_ours_ms']:.1f} ms in one process"
+    if pooled:
+        goal = "met" if pooled["p99_goal_met"] else "**not met**"
+        worst += (
+            f", {pooled['worst_ours_ms']:.1f} ms with workers (Slack allows {SLACK_ACK_DEADLINE * 1000:.0f} ms). "
+            f"Goal with workers (p99 ratio at most {pooled['p99_goal']}): {goal} ({pooled['p99_ratio']:.2f}); "
+        )
+    else:
+        worst += f" (Slack allows {SLACK_ACK_DEADLINE * 1000:.0f} ms); "
+    worst += f"in one process the p99 ratio is {ratio:.2f} (issue 11's {P99_GOAL} is met in bursts only)."
+    lines.append(worst)
+    if load.get("steady_command"):
+        lines += ["", f"This section was measured again by `{load['steady_command']}` ({load['steady_date']})."]
+    return [*lines, "", STEADY_ENDS]
+
+
+async def _collect(
+    *, samples: int, concurrency: int, rounds: int, cold_start: int, workers: int
+) -> tuple[dict[str, Any], str]:
     from bench.ack_load import measure_ack_under_load
 
     data: dict[str, Any] = {"baseline": BASELINE, "slack_deadline_ms": SLACK_ACK_DEADLINE * 1000}
@@ -69,8 +160,7 @@ async def _collect(*, samples: int, concurrency: int, rounds: int, cold_start: i
             await measure_ack_under_load(clients=concurrency, rounds=rounds, inline=inline, help_only=True)
             for inline in (False, True)
         ]
-        steady = await measure_ack_under_load(clients=concurrency, rounds=max(rounds // 2, 1), chain=STEADY_CHAIN)
-        steady_rows = steady.comparisons
+        steady = await _measure_steady(concurrency=concurrency, rounds=max(rounds // 2, 1), workers=workers)
         control_rows = [c for r in controls for c in r.comparisons]
         load_rows = [c for r in loads for c in r.comparisons]
         load_worst = max(r.worst_ours for r in loads)
@@ -80,9 +170,7 @@ async def _collect(*, samples: int, concurrency: int, rounds: int, cold_start: i
             "rounds": rounds,
             "comparisons": [c.as_dict() for c in load_rows],
             "control_help_only": [c.as_dict() for c in control_rows],
-            "steady": [c.as_dict() for c in steady_rows],
-            "steady_p99_ratio": next(c.p99_ratio for c in steady_rows if ": all" in c.name),
-            "steady_worst_ours_ms": round(steady.worst_ours * 1000, 3),
+            **steady,
             "worst_ours_ms": round(load_worst * 1000, 3),
             "runs_started": sum(r.runs_started for r in loads),
             "clicks_applied": sum(r.clicks_applied for r in loads),
@@ -109,20 +197,11 @@ async def _collect(*, samples: int, concurrency: int, rounds: int, cold_start: i
             "",
             *_rows(control_rows, p99=True),
             "",
-            f"Steady traffic: {STEADY_CHAIN} mixed bursts back to back per round ({max(rounds // 2, 1)} "
-            "rounds), each sent as soon as the previous one is acked, so the runs and resumes the earlier "
-            "bursts handed off run on the same event loop while the later bursts are acked (their first "
-            "burst is left out: nothing runs yet when it arrives). Acking first orders starts only; a graph "
-            "pass already running holds the loop between its awaits, and the acks wait for those steps:",
+            f"Slowest ack of ours in bursts: {load_worst * 1000:.1f} ms (Slack allows "
+            f"{SLACK_ACK_DEADLINE * 1000:.0f} ms). Goal (p99 ratio at most {P99_GOAL}) met on `all` in bursts: "
+            f"{'yes' if data['load']['p99_goal_met'] else '**no**'}.",
             "",
-            *_rows(steady_rows, p99=True),
-            "",
-            f"Slowest ack of ours under load: {load_worst * 1000:.1f} ms in bursts, "
-            f"{steady.worst_ours * 1000:.1f} ms in steady traffic "
-            f"(Slack allows {SLACK_ACK_DEADLINE * 1000:.0f} ms). Goal (p99 ratio at most {P99_GOAL}) met on "
-            f"`all` in bursts: {'yes' if data['load']['p99_goal_met'] else '**no**'}; in steady traffic: "
-            f"{'yes' if data['load']['steady_p99_ratio'] <= P99_GOAL else '**no**'} "
-            f"({data['load']['steady_p99_ratio']:.2f}).",
+            *_steady_section(data["load"]),
         ]
     if cold_start:
         from bench.cold_start import measure_cold_start
@@ -151,10 +230,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=0, help="also measure bursts of this many clients")
     parser.add_argument("--rounds", type=int, default=10, help="bursts per mode under load")
     parser.add_argument("--cold-start", type=int, default=0, metavar="N", help="also N Lambda cold starts per side")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        metavar="N",
+        help=f"steady traffic also with N worker processes, as `approval-bot serve --workers N` (0: not; "
+        f"default {DEFAULT_WORKERS})",
+    )
+    parser.add_argument(
+        "--only",
+        choices=["steady"],
+        help="steady: measure steady traffic alone (both ways, --concurrency clients, rounds/2 rounds) and replace "
+        "its section and figures in the last results",
+    )
     args = parser.parse_args(argv)
     command = " ".join(["python -m bench.ack_latency", *(argv if argv is not None else sys.argv[1:])])
+    if args.only == "steady":
+        return _steady_only(
+            concurrency=args.concurrency or 50, rounds=max(args.rounds // 2, 1), workers=args.workers, command=command
+        )
     data, body = asyncio.run(
-        _collect(samples=args.samples, concurrency=args.concurrency, rounds=args.rounds, cold_start=args.cold_start)
+        _collect(
+            samples=args.samples,
+            concurrency=args.concurrency,
+            rounds=args.rounds,
+            cold_start=args.cold_start,
+            workers=args.workers,
+        )
     )
     data["command"] = command
     text = (
@@ -168,4 +271,22 @@ def main(argv: list[str] | None = None) -> int:
     (RESULTS / "ack.md").write_text(text)
     (RESULTS / "ack.json").write_text(json.dumps(data, indent=2) + "\n")
     print(text)
+    return 0
+
+
+def _steady_only(*, concurrency: int, rounds: int, workers: int, command: str) -> int:
+    """Measure steady traffic again; its figures and section replace the last run's."""
+    data = json.loads((RESULTS / "ack.json").read_text())
+    text = (RESULTS / "ack.md").read_text()
+    if "load" not in data or STEADY_BEGINS not in text or STEADY_ENDS not in text:
+        print("no steady-traffic section to replace: run the whole bench first (bench/report.py's command)")
+        return 2
+    data["load"] |= asyncio.run(_measure_steady(concurrency=concurrency, rounds=rounds, workers=workers))
+    data["load"] |= {"steady_command": command, "steady_date": dt.datetime.now(tz=dt.UTC).strftime("%Y-%m-%d")}
+    before, rest = text.split(STEADY_BEGINS, 1)
+    after = rest.split(STEADY_ENDS, 1)[1]
+    section = "\n".join(_steady_section(data["load"]))
+    (RESULTS / "ack.md").write_text(before + section + after)
+    (RESULTS / "ack.json").write_text(json.dumps(data, indent=2) + "\n")
+    print(section)
     return 0

@@ -13,13 +13,25 @@ work never lands in the other's burst. Both apps are the ones the sequential mod
 (``bench/ack_latency.py``), on one event loop in a thread of their own; the clients are
 ``--concurrency`` coroutines in a process of their own (``bench/_burst_client.py`` says why),
 sharing one aiohttp pool per app (a connection each once warm).
+
+``workers`` serves ours as ``approval-bot serve --workers N`` does (``bot.workers``): it
+acks and hands each piece of work to one of N worker processes, which run the runs and
+resumes against the same SQLite file and the same local Slack; a burst has settled when
+the workers have reported every piece done and Slack has been quiet for a moment. The local
+Slack then runs on an event loop of its own (a thread of this process): in production Slack
+is another machine, and on the servers' loop the workers' hundreds of calls a burst would
+sit between our acks, which the bare app's bursts never see. It still shares this process's
+interpreter lock with the servers, so the figure is, if anything, ours at a disadvantage.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import os
 import random
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,10 +47,14 @@ from bench.ack_latency import (
     _Servers,
     _settle,
     _tasks_now,
+    bare_app,
 )
 from bench.graphs import SMALL
 from bench.stats import Comparison, compare
-from localslack import LOCAL_SIGNING_SECRET, BotResponse, HttpTransport, LocalSlackUser
+from bot.server import HANDOFF_KEY, build_web_app
+from bot.services import build_services
+from bot.settings import Settings
+from localslack import LOCAL_SIGNING_SECRET, BotResponse, HttpTransport, LocalSlack, LocalSlackUser
 
 KINDS = ("help", "run", "click")
 
@@ -48,6 +64,7 @@ class LoadReport:
     clients: int
     rounds: int
     inline: bool
+    workers: int
     comparisons: list[Comparison]
     """One per kind, then ``all`` (every request of every burst)."""
     worst_ours: float
@@ -72,17 +89,25 @@ async def measure_ack_under_load(
     inline: bool = False,
     help_only: bool = False,
     chain: int = 1,
+    workers: int = 0,
 ) -> LoadReport:
     """``warmup + rounds`` rounds of ``chain`` bursts of ``clients`` concurrent requests to each app.
 
     ``help_only`` is the control: bursts of ``/graph help`` alone, answered in the ack with
     no work handed off. ``chain`` > 1 is steady traffic: the bursts of a round go back to
     back, each as soon as the previous one is acked, so the work the earlier bursts handed
-    off runs while the later ones are acked (nothing settles in between).
+    off runs while the later ones are acked (nothing settles in between). ``workers`` > 0
+    serves ours with that many worker processes (``approval-bot serve --workers``).
     """
     servers_loop = _LoopThread()
+    slack_loop = _LoopThread() if workers else None
     with tempfile.TemporaryDirectory(prefix="bench-ack-load-") as workdir:
-        servers = await servers_loop.call(_serve(workdir=Path(workdir), inline=inline))
+        if slack_loop is not None:
+            servers = await servers_loop.call(
+                _serve_with_workers(workdir=Path(workdir), inline=inline, workers=workers, slack_loop=slack_loop)
+            )
+        else:
+            servers = await servers_loop.call(_serve(workdir=Path(workdir), inline=inline))
         try:
             return await _measure(
                 servers_loop=servers_loop,
@@ -93,10 +118,73 @@ async def measure_ack_under_load(
                 inline=inline,
                 help_only=help_only,
                 chain=chain,
+                workers=workers,
             )
         finally:
             await servers_loop.call(servers.stop())
             servers_loop.close()
+            if slack_loop is not None:
+                slack_loop.close()
+
+
+WORKER_SETTLE_TIMEOUT = 60.0
+SLACK_QUIET_SECONDS = 0.05
+"""With workers, a burst has settled once they report every piece done and Slack heard nothing this long."""
+
+
+async def _serve_with_workers(*, workdir: Path, inline: bool, workers: int, slack_loop: _LoopThread) -> _Servers:
+    """``_serve``'s two apps, ours with ``workers`` worker processes (which read the same
+    settings from their environment), and the local Slack on ``slack_loop``."""
+    slack = _SlackApart(slack_loop)
+    await slack_loop.call(slack.start())
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "DYNAMODB_", "SNAPSHOT_", "AWS_"))},
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),  # bench.graphs, from anywhere
+        "SLACK_BOT_TOKEN": slack.bot_token,
+        "SLACK_SIGNING_SECRET": LOCAL_SIGNING_SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "SLACK_COMMAND": "/graph",
+        "GRAPH_MODULES": "bench.graphs",
+        "SQLITE_PATH": str(workdir / "runs.sqlite3"),
+        # One person starts every run of the bench, far beyond a person's fair share.
+        "MAX_STARTS_PER_MINUTE": "0",
+        "MAX_WAITING_RUNS": "0",
+        "LOG_LEVEL": "WARNING",
+    }
+    settings = Settings.model_validate({k: v for k, v in env.items() if k in _SETTINGS} | {"DYNAMODB_TABLE": None})
+    services = build_services(settings, owner="bench")
+    servers = _Servers(slack=slack, services=services)
+    ours = build_web_app(
+        services=services, sweep_seconds=3600, process_before_response=inline, workers=workers, worker_env=env
+    )
+    servers.ours_url = await servers.start(ours)
+    servers.bare_url = await servers.start(
+        bare_app(token=slack.bot_token, api_url=slack.api_url, inline=inline).web_app()
+    )
+    return servers
+
+
+class _SlackApart(LocalSlack):
+    """The local Slack, started on a loop of its own and stopped there."""
+
+    def __init__(self, loop: _LoopThread) -> None:
+        super().__init__()
+        self._own_loop = loop
+
+    async def stop(self) -> None:
+        await self._own_loop.call(super().stop())
+
+
+_SETTINGS = {
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_API_URL",
+    "SLACK_COMMAND",
+    "GRAPH_MODULES",
+    "SQLITE_PATH",
+    "MAX_STARTS_PER_MINUTE",
+    "MAX_WAITING_RUNS",
+}
 
 
 async def _measure(
@@ -109,6 +197,7 @@ async def _measure(
     inline: bool,
     help_only: bool,
     chain: int,
+    workers: int,
 ) -> LoadReport:
     slack = servers.slack
     ours = HttpTransport(bot_url=servers.ours_url, signing_secret=LOCAL_SIGNING_SECRET)
@@ -117,7 +206,22 @@ async def _measure(
     recorder = LocalSlackUser(slack=slack, transport=recording)
     baseline = await servers_loop.call(_tasks_now())
 
+    handoff = servers.runners[0].app[HANDOFF_KEY]
+
     async def settle() -> None:
+        await servers_loop.call(_settle(baseline=baseline))
+        if not workers:
+            return
+        # The workers' work: every piece reported done, then no Slack call for a while (a
+        # worker's call still in flight would land in the other side's burst).
+        deadline = time.monotonic() + WORKER_SETTLE_TIMEOUT
+        calls, quiet_since = len(slack.calls), time.monotonic()
+        while handoff.pending or time.monotonic() - quiet_since < SLACK_QUIET_SECONDS:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the workers did not finish their work within {WORKER_SETTLE_TIMEOUT}s")
+            await asyncio.sleep(0.002)
+            if handoff.pending or len(slack.calls) != calls:
+                calls, quiet_since = len(slack.calls), time.monotonic()
         await servers_loop.call(_settle(baseline=baseline))
 
     async def send_ours(body: bytes) -> BotResponse:
@@ -188,6 +292,7 @@ async def _measure(
         (" [inline]" if inline else "")
         + (" (help only)" if help_only else "")
         + (f" (steady: {chain} bursts back to back)" if chain > 1 else "")
+        + (f" ({workers} worker{'s' if workers > 1 else ''})" if workers else "")
     )
     label = {"help": "/graph help", "run": f"/graph run {SMALL}", "click": "Approve click"}
     comparisons = [
@@ -202,6 +307,7 @@ async def _measure(
         clients=clients,
         rounds=rounds,
         inline=inline,
+        workers=workers,
         comparisons=comparisons,
         worst_ours=max(every_ours),
         clicks_applied=clicks_sent,

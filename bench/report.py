@@ -56,6 +56,11 @@ SECTIONS: tuple[Section, ...] = (
     Section(name="scale", title="Scale", command="python -m bench.scale"),
     Section(name="faults", title="Faults", command="python -m pytest -q -s -m long tests/reliability/test_faults.py"),
     Section(
+        name="faults-workers",
+        title="Faults, served with worker processes",
+        command="FAULT_WORKERS=2 python -m pytest -q -s -m long tests/reliability/test_faults.py",
+    ),
+    Section(
         name="fuzz",
         title="Bad input",
         command="RELIABILITY_REPORT=1 python -m pytest -q tests/reliability/test_fuzz.py",

@@ -13,10 +13,11 @@ It orders starts only. A pass already running keeps its turns of the loop, so an
 arrives while passes run waits for one step of each: traffic that keeps the loop busy with
 graph work (``bench/ack_load.py``, steady mode) slows acks, though far inside Slack's 3 s.
 Work that must not share the acks' CPU runs elsewhere: on Lambda each piece of work is an
-invocation of its own. It does not bound how much runs at once: a pass spends most of its
-time waiting on Slack (a paced status message, a 429's ``Retry-After``), and four slots
-held through those waits starved every other run (a burst of 100 took 100 s to post its
-cards, against 1.4 s without).
+invocation of its own, and ``approval-bot serve --workers N`` (``bot.workers``) hands it to
+worker processes, where it starts at once and nothing here waits for it. It does not
+bound how much runs at once: a pass spends most of its time waiting on Slack (a paced
+status message, a 429's ``Retry-After``), and four slots held through those waits starved
+every other run (a burst of 100 took 100 s to post its cards, against 1.4 s without).
 
 What waits here must be safe to lose with the process. A click's decision waits at most
 ``DECISION_WAIT`` (its own ack leaves first), is recorded, and only then does its resume

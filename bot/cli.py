@@ -68,6 +68,24 @@ def _sweep_seconds(text: str) -> float:
     return seconds
 
 
+MAX_WORKERS = 64
+"""More worker processes than this is a typo: each holds the graphs' modules in memory
+(``WORKERS`` has the same bound, in ``bot.settings``)."""
+
+
+def _workers(text: str) -> int:
+    """``--workers``: 0 (graph passes in the serving process) or a number of worker processes."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of worker processes") from None
+    if not 0 <= count <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"{count} is not a number of worker processes: give 0 (none, the default) to {MAX_WORKERS}"
+        )
+    return count
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="approval-bot", description="Slack approvals for Strands graphs.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,socket,create-table,sweep,demo,init}")
@@ -86,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_port, default=None, help="default: $PORT or 3000")
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--sweep-seconds", type=_sweep_seconds, default=60.0, help=sweep_help)
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=None,
+        metavar="N",
+        help="run graph passes and the sweeper in N worker processes, acks alone in this one "
+        "(default: $WORKERS or 0, all in one process; docs/running.md says when to)",
+    )
     socket = command("socket", "the same app over Socket Mode (needs SLACK_APP_TOKEN)")
     socket.add_argument("--sweep-seconds", type=_sweep_seconds, default=60.0, help=sweep_help)
     command("create-table", "create the DynamoDB table (and SNAPSHOT_BUCKET) if missing")
@@ -145,7 +171,8 @@ def _run(args: argparse.Namespace) -> int:
         from bot.server import serve
 
         port = args.port if args.port is not None else settings.port
-        asyncio.run(serve(settings, host=args.host, port=port, sweep_seconds=args.sweep_seconds))
+        workers = args.workers if args.workers is not None else settings.workers
+        asyncio.run(serve(settings, host=args.host, port=port, sweep_seconds=args.sweep_seconds, workers=workers))
     elif args.command == "socket":
         from bot.socket_mode import run_socket_mode
 

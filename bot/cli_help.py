@@ -17,6 +17,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     "SLACK_API_URL": "base URL of the Slack Web API (default https://slack.com/api/)",
     "SLACK_COMMAND": "the slash command handled (default /graph)",
     "PORT": "port to listen on when --port is not given (default 3000)",
+    "WORKERS": "worker processes for graph passes when --workers is not given (default 0: none)",
     "GRAPH_MODULES": "comma-separated graph modules, importable or in the current directory",
     "EXAMPLE_GRAPHS": "true to offer the example graphs of graph_defs/examples (default false)",
     "GRAPH_MODEL": "bedrock (default) or offline: the model of graphs that use graph_defs.models",
@@ -71,7 +72,7 @@ _ENGINE: Final = (
 )
 
 READS: Final[dict[str, tuple[str, ...]]] = {
-    "serve": (*_SLACK, "PORT", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL", "LOG_FORMAT", "METRICS"),
+    "serve": (*_SLACK, "PORT", "WORKERS", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL", "LOG_FORMAT", "METRICS"),
     "socket": (*_SLACK, "SLACK_APP_TOKEN", *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL", "LOG_FORMAT", "METRICS"),
     "sweep": (*_SLACK, *_GRAPHS, *_STORE, *_ENGINE, "LOG_LEVEL", "LOG_FORMAT", "METRICS"),
     "create-table": (

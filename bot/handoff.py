@@ -1,4 +1,5 @@
-"""How work leaves the ack: a task in this process, or (on Lambda) another invocation.
+"""How work leaves the ack: a task in this process, a worker process (``serve --workers``,
+``bot.workers``), or (on Lambda) another invocation.
 
 A listener calls ``submit`` before it acks, so that when the handoff fails the person is
 told in the ack or right after it, instead of the work vanishing. ``submit`` must be

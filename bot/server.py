@@ -11,7 +11,7 @@ import contextlib
 import logging
 import secrets
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 from aiohttp import web
 
@@ -25,24 +25,37 @@ from bot.services import Services, build_services
 from bot.settings import Settings
 from bot.slack_access import ConfigError
 from bot.sweeper import drain, sweep_forever
+from bot.workers import WorkerHandoff, WorkerPool
 from engine import log_context
 
 logger = logging.getLogger(__name__)
 
 SERVICES_KEY = web.AppKey("services", Services)
-HANDOFF_KEY = web.AppKey("handoff", InProcessHandoff)
+HANDOFF_KEY = web.AppKey[InProcessHandoff | WorkerHandoff]("handoff")
 SWEEPER_KEY = web.AppKey("sweeper", asyncio.Task[None])
 DRAIN_SECONDS = 25.0  # under the usual 30 s grace period of ECS and Kubernetes
 
 
 def build_web_app(
-    *, services: Services, sweep_seconds: float = 60.0, process_before_response: bool = False
+    *,
+    services: Services,
+    sweep_seconds: float = 60.0,
+    process_before_response: bool = False,
+    workers: int = 0,
+    worker_env: Mapping[str, str] | None = None,
 ) -> web.Application:
+    """The server's routes; with ``workers`` (``bot.workers``), work and the sweeper run in
+    that many worker processes (their environment ``worker_env``, default this one's)."""
     web_app = web.Application(client_max_size=MAX_BODY_BYTES)
-    handoff = InProcessHandoff(services=services)
-    edge = build_edge(
-        services, handoff=handoff, ack_first=handoff.ack_first, process_before_response=process_before_response
-    )
+    handoff: InProcessHandoff | WorkerHandoff
+    if workers:
+        handoff = WorkerHandoff(pool=WorkerPool(count=workers, sweep_seconds=sweep_seconds, env=worker_env))
+        edge = build_edge(services, handoff=handoff, process_before_response=process_before_response)
+    else:
+        handoff = InProcessHandoff(services=services)
+        edge = build_edge(
+            services, handoff=handoff, ack_first=handoff.ack_first, process_before_response=process_before_response
+        )
     web_app[SERVICES_KEY] = services
     web_app[HANDOFF_KEY] = handoff
 
@@ -56,17 +69,32 @@ def build_web_app(
     checker = HealthCheck(services=services)
 
     async def health(_: web.Request) -> web.Response:
-        """200 when the graphs are loaded and the store answers, else 503 with a one-line reason."""
+        """200 when the graphs are loaded and the store answers, else 503 with a one-line reason.
+
+        With workers, ``"workers"`` counts those running now: informational, since one that
+        died is back within seconds and its work waits for it meanwhile."""
         found = await checker.check()
-        return web.json_response(found.body(graphs_loaded=services.graphs.loaded), status=200 if found.ok else 503)
+        body = found.body(graphs_loaded=services.graphs.loaded)
+        if isinstance(handoff, WorkerHandoff):
+            body["workers"] = sum(pid is not None for pid in handoff.pool.pids())
+        return web.json_response(body, status=200 if found.ok else 503)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        await asyncio.to_thread(services.graphs.load)
-        app[SWEEPER_KEY] = asyncio.create_task(
-            sweep_forever(services, every=sweep_seconds, ack_first=handoff.ack_first)
-        )
-        yield
-        await stop_sweeping(app)
+        try:
+            if isinstance(handoff, WorkerHandoff):
+                # Workers first: they load the graphs while this process does (the policies of
+                # a modal's decision, recorded in its ack, need them here too); worker 0 sweeps.
+                await handoff.pool.start()
+            await asyncio.to_thread(services.graphs.load)
+            if isinstance(handoff, InProcessHandoff):
+                app[SWEEPER_KEY] = asyncio.create_task(
+                    sweep_forever(services, every=sweep_seconds, ack_first=handoff.ack_first)
+                )
+            yield
+        finally:
+            await stop_sweeping(app)
+            if isinstance(handoff, WorkerHandoff):
+                await handoff.pool.kill()  # after a drain there is nothing left to kill
 
     web_app.router.add_post("/slack/events", events)
     web_app.router.add_get("/healthz", health)
@@ -83,7 +111,7 @@ async def stop_sweeping(app: web.Application) -> None:
             await sweeper
 
 
-async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: float = 60.0) -> None:
+async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: float = 60.0, workers: int = 0) -> None:
     """Serve until SIGINT or SIGTERM, then drain.
 
     Everything that can be misconfigured fails before the port opens: the store is asked
@@ -91,12 +119,15 @@ async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: floa
     modules are imported (``GraphModuleError``),
     and a port that cannot be bound is a ``ConfigError`` naming it.
 
+    ``workers``: graph passes and the sweeper run in that many worker processes
+    (``bot.workers``), which SIGTERM drains too; 0 runs them all in this process.
+
     The "listening on" line is logged once, through logging like every other line (no
     ``print`` beside it): at ``LOG_LEVEL=WARNING`` or above it is not shown.
     """
     services = build_services(settings)
     await check_store(services)  # no credentials, no table: one line and exit 2, not a 200 /healthz
-    web_app = build_web_app(services=services, sweep_seconds=sweep_seconds)
+    web_app = build_web_app(services=services, sweep_seconds=sweep_seconds, workers=workers)
     runner = web.AppRunner(web_app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
@@ -107,7 +138,12 @@ async def serve(settings: Settings, *, host: str, port: int, sweep_seconds: floa
         raise ConfigError(
             f"cannot listen on {host}:{port} ({error.strerror or error}); choose another --port (or PORT) or --host"
         ) from None
-    logger.info("approval-bot listening on http://%s:%d/slack/events", host, port)
+    logger.info(
+        "approval-bot listening on http://%s:%d/slack/events%s",
+        host,
+        port,
+        f" with {workers} worker process(es)" if workers else "",
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

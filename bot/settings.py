@@ -58,6 +58,8 @@ class Settings(BaseSettings):
     example_graphs: bool = Field(default=False, alias="EXAMPLE_GRAPHS")
     sqlite_path: str = Field(default=".approval-bot/runs.sqlite3", alias="SQLITE_PATH")
     port: int = Field(default=3000, alias="PORT", ge=1, le=65535)
+    # Worker processes of `approval-bot serve` (bot.workers) when --workers is not given.
+    workers: int = Field(default=0, alias="WORKERS", ge=0, le=64)
     lease_seconds: float = Field(default=120.0, alias="LEASE_SECONDS", ge=5, allow_inf_nan=False)
     # Read where they are used (graph_defs.models when a graph is built, engine.records at
     # import); checked here too, so that a typo stops the bot at start with one line instead
@@ -149,6 +151,7 @@ class Settings(BaseSettings):
 # or bound; SLACK_COMMAND's own check (bot.slack_access) words its message itself.
 _SHAPES: Final[dict[str, tuple[str, str, str]]] = {
     "PORT": ("a port number (an integer from 1 to 65535)", "8080", "3000"),
+    "WORKERS": ("a number of worker processes from 0 (none) to 64", "2", "0"),
     "LEASE_SECONDS": ("a number of seconds, 5 or more", "120", "120"),
     "EXAMPLE_GRAPHS": ("true or false", "true", "false"),
     "GRAPH_MODEL": ("bedrock or offline", "bedrock", "bedrock"),

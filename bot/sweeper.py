@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Protocol
 
 from bot.ack_first import AckFirst
 from bot.cli_errors import explain
-from bot.handoff import InProcessHandoff
 from bot.health import store_reason
 from bot.services import Services
 from engine.store import StoreError
@@ -15,9 +15,16 @@ from engine.store import StoreError
 logger = logging.getLogger(__name__)
 
 
-async def drain(services: Services, *, handoff: InProcessHandoff, timeout: float) -> None:
+class Draining(Protocol):
+    """A handoff that can wait for what it was handed: tasks here, or worker processes."""
+
+    async def drain(self, *, timeout: float) -> None: ...
+
+
+async def drain(services: Services, *, handoff: Draining, timeout: float) -> None:
     """Wait for handed-off work and graph passes in flight: cutting a pass short means
-    another process redoes it after the lease expires, side effects included."""
+    another process redoes it after the lease expires, side effects included. With
+    workers, this process's own part is a modal's decision being recorded in its ack."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     await handoff.drain(timeout=timeout)

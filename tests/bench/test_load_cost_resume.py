@@ -63,6 +63,20 @@ async def test_ack_under_load_measures_every_request_of_every_burst() -> None:
     assert control.runs_started == control.clicks_applied == 0
 
 
+async def test_steady_traffic_with_a_worker_process_measures_its_work_taking_effect() -> None:
+    """``--workers``: the runs and clicks happen in a worker process, and each burst is
+    measured once they took effect (the bench checks every card against them)."""
+    from bench.ack_load import measure_ack_under_load
+
+    report = await measure_ack_under_load(clients=6, rounds=1, warmup=1, chain=2, workers=1)
+
+    every = report.comparisons[-1]
+    assert every.name == "6 clients: all (steady: 2 bursts back to back) (1 worker)"
+    assert len(every.ours.samples) == 6, "the chain's first burst is left out"
+    assert report.runs_started == report.clicks_applied == 2 * 2 * 2  # a third of 6, 2 bursts, 2 rounds
+    assert report.workers == 1
+
+
 async def test_one_cycle_is_counted_and_the_bucket_takes_the_state(tmp_path: Path) -> None:
     from bench.cycle_cost import markdown, measure
 

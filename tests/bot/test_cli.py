@@ -39,7 +39,7 @@ APP = {"SLACK_APP_TOKEN": "xapp-1-A0-not-to-be-shown"}
 NO_AWS_FILES = {"AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
 BAD = {"AWS_REGION": "eu west 1"}
 _OURS = re.compile(
-    r"^(AWS_|SLACK_|DYNAMODB_|SNAPSHOT_|GRAPH_|APPROVAL_BOT_)|^(EXAMPLE_GRAPHS|BEDROCK_MODEL_ID|LOG_LEVEL|PORT|"
+    r"^(AWS_|SLACK_|DYNAMODB_|SNAPSHOT_|GRAPH_|APPROVAL_BOT_)|^(EXAMPLE_GRAPHS|BEDROCK_MODEL_ID|LOG_LEVEL|PORT|WORKERS|"
     r"LEASE_SECONDS|SQLITE_PATH|DELIVERY_GRACE_SECONDS|CANCEL_CHECK_SECONDS|DIRECTORY_TTL_SECONDS|PYTHONPATH)$"
 )
 
@@ -148,6 +148,9 @@ def _cases(refusing: str, closed: str) -> list[Case]:
         ),
         Case("unknown-command", ("serv",), ("serv", "serve")),
         Case("env-port-not-a-number", ("serve",), ("PORT='abc'", "65535"), {**SLACK, "PORT": "abc"}),
+        Case("workers-negative", ("serve", "--workers=-1"), ("--workers", "0 (none, the default) to 64")),
+        Case("workers-not-a-number", ("serve", "--workers", "two"), ("--workers", "'two'")),
+        Case("env-workers", ("serve",), ("WORKERS='100'", "from 0 (none) to 64"), {**SLACK, "WORKERS": "100"}),
         Case("env-port-out-of-range", ("serve",), ("PORT='70000'", "65535"), {**SLACK, "PORT": "70000"}),
         Case("lease-too-short", ("sweep",), ("LEASE_SECONDS='2'", "5 or more"), {**SLACK, "LEASE_SECONDS": "2"}),
         Case("lease-not-a-number", ("socket",), ("LEASE_SECONDS='soon'",), {**SLACK, "LEASE_SECONDS": "soon"}),
@@ -416,6 +419,7 @@ def test_the_help_lists_every_setting_where_it_is_used() -> None:
     settings = {str(f.alias) for f in Settings.model_fields.values()}
     assert settings <= variables("serve") | variables("socket") | variables("sweep")
     assert "PORT" in variables("serve") and "PORT" not in variables("socket") | variables("sweep")
+    assert "WORKERS" in variables("serve") and "WORKERS" not in variables("socket") | variables("sweep")
     assert "SLACK_APP_TOKEN" in variables("socket") and "SLACK_APP_TOKEN" not in variables("serve")
     assert {"DYNAMODB_TABLE", "AWS_REGION", "AWS_ENDPOINT_URL_DYNAMODB"} <= variables("create-table")
     assert not {"SLACK_BOT_TOKEN", "GRAPH_MODULES"} & variables("create-table")

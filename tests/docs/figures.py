@@ -88,6 +88,12 @@ def _steady_all() -> Results:
     return next(r for r in results("ack")["load"]["steady"] if r["name"].startswith("50 clients: all"))
 
 
+def _steady_workers_all() -> Results:
+    """The steady-traffic row of ``approval-bot serve --workers`` (``bench/ack_load.py``)."""
+    rows = results("ack")["load"]["steady_workers"]["comparisons"]
+    return next(r for r in rows if r["name"].startswith("50 clients: all"))
+
+
 def _faults(key: str) -> int:
     return sum(int(run[key]) for run in results("faults"))
 
@@ -241,6 +247,10 @@ FIGURES: dict[str, tuple[Callable[[], float], Callable[[float], str]]] = {
     "ack.steady.baseline_p99_ms": (lambda: _steady_all()["baseline_p99_ms"], whole),
     "ack.steady.p99_ratio": (lambda: results("ack")["load"]["steady_p99_ratio"], dec(1)),
     "ack.steady.worst_ms": (lambda: results("ack")["load"]["steady_worst_ours_ms"], whole),
+    "ack.steady.workers.p99_ms": (lambda: _steady_workers_all()["ours_p99_ms"], whole),
+    "ack.steady.workers.baseline_p99_ms": (lambda: _steady_workers_all()["baseline_p99_ms"], whole),
+    "ack.steady.workers.p99_ratio": (lambda: results("ack")["load"]["steady_workers"]["p99_ratio"], dec(2)),
+    "ack.steady.workers.p99_goal": (lambda: results("ack")["load"]["steady_workers"]["p99_goal"], dec(1)),
     "ack.cold.ratio": (lambda: results("ack")["cold_start"]["ratio"], dec(2)),
     "ack.cold.median_s": (lambda: results("ack")["cold_start"]["comparisons"][0]["ours_median_ms"] / 1000, dec(1)),
     "ack.cold.worst_ms": (lambda: results("ack")["cold_start"]["worst_ours_ms"], whole),

@@ -6,6 +6,12 @@ that must end up in the store and in the graph, and every crash is made the way 
 e2e crash tests make it: ``APPROVAL_BOT_CRASH_AT`` for the named points of a first pass,
 a SIGKILL from the fault proxy while the card's reference is written, or a SIGKILL from
 outside at a random moment after a click.
+
+``FAULT_WORKERS=N`` serves every bot with ``--workers N`` (``bot/workers.py``). A crash
+point then kills the worker that reaches it: the bot restarts it and hands it again what
+it had not finished, and the driver stops that bot (SIGTERM) and starts a fresh one, as
+after a bot that died. The proxy's kill and the kill mid-resume kill the host: the
+workers and the serving process.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from bot.render.modals import TEXT_ACTION_ID, TEXT_BLOCK_ID
 from engine.records import AskStatus, Run
 from localslack import LocalSlack, LocalSlackUser
 from tests.e2e.conftest import Backend, BotProcess, StartBot, cards, live_buttons, run_of
+from tests.e2e.test_workers import worker_pids
 from tests.reliability.schedule import (
     CARD_WRITE,
     EDITED_REPLICAS,
@@ -73,6 +80,7 @@ class Sweep:
     unplanned_deaths: list[str] = field(default_factory=list)
     refused: Counter[str] = field(default_factory=Counter)
     """By channel: slash commands the bot answered with "Starting ... failed" (store unreachable), retried."""
+    workers: int = field(default_factory=lambda: int(os.environ.get("FAULT_WORKERS") or 0))
 
     async def start(self, **extra: str) -> BotProcess:
         began = time.monotonic()
@@ -86,7 +94,22 @@ class Sweep:
         env |= {"MAX_STARTS_PER_MINUTE": "0", "MAX_WAITING_RUNS": "0"}  # one person starts every run here
         if self.proxy is not None:
             env |= self.proxy.env()
-        return await self.start_bot(backend=self.backend, extra_env=env, args=["--sweep-seconds", "1"])
+        workers = ["--workers", str(self.workers)] if self.workers else []
+        return await self.start_bot(backend=self.backend, extra_env=env, args=["--sweep-seconds", "1", *workers])
+
+    @staticmethod
+    def kill_host(bot: BotProcess) -> None:
+        """SIGKILL the bot and its workers, if any: a host that died."""
+        for pids in worker_pids(bot).values():
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            bot.process.send_signal(signal.SIGKILL)
+
+    @staticmethod
+    def worker_killed(bot: BotProcess) -> bool:
+        return "exited with signal SIGKILL" in bot.output()
 
     async def ensure_bot(self) -> BotProcess:
         if self.bot is not None and self.bot.process.poll() is not None:
@@ -151,11 +174,10 @@ class Sweep:
         if plan.crash == CARD_WRITE:
             bot = await self.start()
             assert self.proxy is not None
-            pid = bot.process.pid
             self.proxy.lose_response(
                 operations={"UpdateItem"},
                 when=lambda body: "card" in (body.get("ExpressionAttributeNames") or {}).values(),
-                then=lambda: os.kill(pid, signal.SIGKILL),
+                then=lambda: self.kill_host(bot),
             )
         else:
             bot = await self.start(APPROVAL_BOT_CRASH_AT=str(plan.crash))
@@ -164,9 +186,12 @@ class Sweep:
         with contextlib.suppress(aiohttp.ClientError):
             await self.user_for(bot).slash_command(text=text, user_id=STARTER, channel_id=plan.channel)
         deadline = time.monotonic() + 30
-        while bot.process.poll() is None and time.monotonic() < deadline:
+        while bot.process.poll() is None and not self.worker_killed(bot) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        if bot.process.returncode == -signal.SIGKILL:
+        if bot.process.poll() is None and self.worker_killed(bot):  # a worker died there; the bot lived on
+            self.crashes[str(plan.crash)] += 1
+            await bot.stop()
+        elif bot.process.returncode == -signal.SIGKILL:
             self.crashes[str(plan.crash)] += 1
         else:
             self.notes.append(f"run {plan.index}: the crash point {plan.crash} was not reached")
@@ -205,7 +230,8 @@ class Sweep:
                     voted.add((ask.key, user))
                     if plan.crash == MID_RESUME and self.bot is not None and len(voted) == plan.case.approvers:
                         await asyncio.sleep(plan.kill_after)
-                        self.bot.kill()
+                        self.kill_host(self.bot)
+                        self.bot.process.wait(timeout=10)
                         self.crashes[MID_RESUME] += 1
                         self.bot = await self.start()
                         return  # the dead bot's lease (120 s) holds the run: the settling sweeper ends it

@@ -164,11 +164,14 @@ def _side_effects(figures: Figures, *, plans: list[RunPlan], decided: set[int], 
             figures.problems.append(f"approved but never ran: {line!r} ({got} of {want[line]})")
 
 
-def write_report(figures: list[Figures], *, command: str) -> None:
-    """``bench/results/faults.md`` and ``.json`` (only when asked: a CI run leaves the tree clean)."""
+def write_report(figures: list[Figures], *, command: str, workers: int = 0) -> None:
+    """``bench/results/faults.md`` and ``.json`` (only when asked: a CI run leaves the tree clean);
+    with ``workers`` (``FAULT_WORKERS``), ``faults-workers.md`` and ``.json``."""
     RESULTS.mkdir(parents=True, exist_ok=True)
+    name = "faults-workers" if workers else "faults"
+    title = f", served with --workers {workers}" if workers else ""
     lines = [
-        "## Faults: a seeded random schedule against the real bot",
+        f"## Faults: a seeded random schedule against the real bot{title}",
         "",
         f"Command: `{command}`",
         f"({time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}).",
@@ -191,5 +194,12 @@ def write_report(figures: list[Figures], *, command: str) -> None:
             "the requester is told), by reason: " + "; ".join(f"{r} ({n})" for r, n in sorted(reasons.items())) + ".",
             "",
         ]
-    (RESULTS / "faults.md").write_text("\n".join(lines))
-    (RESULTS / "faults.json").write_text(json.dumps([asdict(f) for f in figures], indent=2) + "\n")
+    if workers:
+        lines += [
+            f"Every bot ran {workers} worker processes (`bot/workers.py`): a crash point killed the worker that "
+            "reached it (the bot restarted it and handed it again what it had not finished, then was stopped and "
+            "replaced), a kill mid-resume or during the card write killed the host (the workers and the bot).",
+            "",
+        ]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines))
+    (RESULTS / f"{name}.json").write_text(json.dumps([asdict(f) for f in figures], indent=2) + "\n")

@@ -159,7 +159,9 @@ async def test_a_long_fault_sweep_over_every_graph_and_both_stores(
     )
     _LONG_RESULTS.append(figures)
     if len(_LONG_RESULTS) == 2:
-        write_report(_LONG_RESULTS, command=LONG_COMMAND)
+        workers = os.environ.get("FAULT_WORKERS")
+        command = f"FAULT_WORKERS={workers} {LONG_COMMAND}" if workers else LONG_COMMAND
+        write_report(_LONG_RESULTS, command=command, workers=int(workers or 0))
     assert_promises_kept(figures)
 
 
