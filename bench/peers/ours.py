@@ -92,7 +92,12 @@ def _decision() -> Decision:
 async def approve(args: dict[str, Any]) -> dict[str, Any]:
     """A click in a fresh process: decide-and-claim, then resume (``follow_up``), as the bot does."""
     engine, _, publisher = _engine(table=args["table"], bucket=args.get("bucket"))
-    result = await engine.decide(run_id=args["run_id"], ask_key=args["ask_key"], decision=_decision(), claim=True)
+    # The click carries its card (Slack's message), as in the bot: the clicker is then
+    # shown to be in the run's channel without a lookup, and the write is one.
+    card = MessageRef(channel=CHANNEL, ts=f"2.{args['ask_key']}")
+    result = await engine.decide(
+        run_id=args["run_id"], ask_key=args["ask_key"], decision=_decision(), claim=True, card=card
+    )
     run = await engine.follow_up(result)
     return {
         "ok": bool(result.accepted and run is not None and run.status is RunStatus.COMPLETED),
@@ -105,7 +110,8 @@ async def approve(args: dict[str, Any]) -> dict[str, Any]:
 async def decide(args: dict[str, Any]) -> dict[str, Any]:
     """Record the approval without claiming the run (set-up of the two-resumer race)."""
     _, store, _ = _engine(table=args["table"], bucket=args.get("bucket"))
-    store.decide(args["run_id"], args["ask_key"], _decision(), now=time.time())
+    # The approver shown to be in the run's channel, as a click's card shows them.
+    store.decide(args["run_id"], args["ask_key"], _decision(), now=time.time(), member_of=frozenset({CHANNEL}))
     return {"ok": True}
 
 
