@@ -2,7 +2,10 @@
 
 It builds its own services (store, Slack client, engine) from the same settings as the
 serving process, reads pieces of work (``bot.work``, one JSON line each) from its pipe,
-runs each with ``perform`` as a task, and reports each one done. Worker 0 also runs the
+runs each with ``perform`` as a task, and reports when it is ready (graphs loaded), when
+it starts each piece and when it is done (``bot.workers`` counts a delivery only for the
+pieces a worker started). A restarted worker waits out its back-off itself (``--delay``),
+its pipe already taking work. Worker 0 also runs the
 sweeper, so that a server sweeps once, as without workers, and no sweep's pass runs in
 the acking process; a worker 0 that dies comes back with its sweeper. The alternative, the
 serving process querying the sweep index and handing each run out, would put that query
@@ -26,6 +29,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 
 from bot import metrics
@@ -61,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--read-fd", type=int, required=True)
     parser.add_argument("--write-fd", type=int, required=True)
     parser.add_argument("--sweep-seconds", type=float, required=True)
+    parser.add_argument("--delay", type=float, default=0.0)
     args = parser.parse_args(argv)
     for fd in (args.read_fd, args.write_fd):
         os.set_inheritable(fd, False)  # not into a subprocess a graph's tool starts: the pipe's EOF is ours
@@ -76,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.reconfigure(line_buffering=True)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
+    time.sleep(max(args.delay, 0.0))  # the restart's back-off, with the pipe held: work waits in it
     _cwd_on_path()
     settings = load_settings()
     services = build_services(settings)
@@ -91,6 +97,7 @@ async def _work(services: Services, *, index: int, read_fd: int, write_fd: int, 
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0))
     reports, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, os.fdopen(write_fd, "wb", buffering=0))
     await asyncio.to_thread(services.graphs.load)
+    reports.write(b'{"ready": true}\n')
     sweeper = asyncio.create_task(sweep_forever(services, every=every)) if index == 0 else None
     tasks: set[asyncio.Task[None]] = set()
 
@@ -115,6 +122,7 @@ async def _work(services: Services, *, index: int, read_fd: int, write_fd: int, 
             except (ValueError, KeyError, TypeError):
                 logger.error("refused a line without a sequence number")
                 continue
+            reports.write(json.dumps({"started": seq}).encode() + b"\n")
             task = asyncio.create_task(do(seq, line))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
