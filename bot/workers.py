@@ -39,16 +39,14 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Final
 
 from bot.handoff import HandoffFailed
-from bot.perform import _tell as tell
 from bot.work import Work, kind_of, to_wire
+from bot.worker_slots import Item, Slot, exit_named, preference, tell_given_up
 from engine import log_context
 from engine.crash import ENV as CRASH_ENV
 
@@ -72,30 +70,6 @@ LINE_LIMIT: Final = 1024 * 1024
 """Longest line either side reads: a piece of work is ids and a few words typed."""
 
 
-@dataclass(kw_only=True)
-class _Item:
-    seq: int
-    line: bytes
-    work: Work
-    what: str
-    started: bool = False  # by the worker that holds it now
-    deliveries: int = 0  # starts by workers that died with it
-
-
-@dataclass(kw_only=True)
-class _Slot:
-    """One worker: its process (None while it restarts) and the work it has in hand."""
-
-    index: int
-    process: asyncio.subprocess.Process | None = None
-    pipe: asyncio.WriteTransport | None = None
-    in_hand: dict[int, _Item] = field(default_factory=dict)
-    started_at: float = 0.0
-    ready: bool = False  # it loaded the graphs and reads its pipe
-    young_deaths: int = 0  # in a row, before it was ready
-    watcher: asyncio.Task[None] | None = None
-
-
 class WorkerPool:
     """N worker processes fed through pipes; ``submit`` never waits for one.
 
@@ -115,7 +89,7 @@ class WorkerPool:
     ) -> None:
         if count < 1:
             raise ValueError("a pool has at least one worker")
-        self._slots = [_Slot(index=i) for i in range(count)]
+        self._slots = [Slot(index=i) for i in range(count)]
         self._sweep_seconds = sweep_seconds
         self._env = dict(os.environ if env is None else env)
         self._module = module
@@ -161,21 +135,21 @@ class WorkerPool:
                 "refused %s work: every worker has %d pieces of work in hand", kind_of(work), self._max_pending
             )
             raise HandoffFailed("the bot has too much work in hand; try again in a minute")
-        slot = min(room, key=_preference)
+        slot = min(room, key=preference)
         self._seq += 1
         request_id = log_context.current().get("request_id")
         line = json.dumps({"seq": self._seq, "work": to_wire(work), "request_id": request_id}).encode() + b"\n"
         what = f"{kind_of(work)} work for run {getattr(work, 'run_id', '-')}"
-        item = _Item(seq=self._seq, line=line, work=work, what=what)
+        item = Item(seq=self._seq, line=line, work=work, what=what)
         slot.in_hand[item.seq] = item
         self._write(slot, item)
 
-    def _write(self, slot: _Slot, item: _Item) -> None:
+    def _write(self, slot: Slot, item: Item) -> None:
         if slot.pipe is None or slot.pipe.is_closing():
             return  # given when the worker is back (its restart is under way: ``_watch``)
         slot.pipe.write(item.line)
 
-    async def _spawn(self, slot: _Slot, *, env: Mapping[str, str], delay: float = 0.0) -> None:
+    async def _spawn(self, slot: Slot, *, env: Mapping[str, str], delay: float = 0.0) -> None:
         to_worker, from_pool = os.pipe()
         to_pool, from_worker = os.pipe()
         command = [
@@ -211,7 +185,7 @@ class WorkerPool:
             pipe.close()  # it finishes what it was handed, and exits
         slot.watcher = asyncio.create_task(self._watch(slot, process, reader))
 
-    def _report(self, slot: _Slot, line: bytes) -> None:
+    def _report(self, slot: Slot, line: bytes) -> None:
         """One line from a worker: ``{"ready": true}``, ``{"started": seq}`` or ``{"done": seq}``."""
         with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
             report = json.loads(line)
@@ -224,7 +198,7 @@ class WorkerPool:
             elif report.get("ready") is True:
                 slot.ready, slot.young_deaths = True, 0
 
-    async def _watch(self, slot: _Slot, process: asyncio.subprocess.Process, reader: asyncio.StreamReader) -> None:
+    async def _watch(self, slot: Slot, process: asyncio.subprocess.Process, reader: asyncio.StreamReader) -> None:
         """Read the worker's reports until it exits; then restart it unless the pool stops."""
         while line := await reader.readline():
             self._report(slot, line)
@@ -244,7 +218,7 @@ class WorkerPool:
             "worker %d (pid %d) exited with %s after %.0f s, with %d piece(s) of work in hand; restarting in %g s",
             slot.index,
             process.pid,
-            _exit_named(code),
+            exit_named(code),
             max(lived, 0.0),
             len(slot.in_hand),
             delay,
@@ -267,7 +241,7 @@ class WorkerPool:
             self.restarts += 1
             return
 
-    def _after_death(self, slot: _Slot) -> None:
+    def _after_death(self, slot: Slot) -> None:
         """Count a delivery for each piece the dead worker had started, and give up on those
         started ``MAX_DELIVERIES`` times; hand the pieces it never started to a live worker."""
         live = [s for s in self._slots if s is not slot and s.process is not None and not self._draining]
@@ -278,11 +252,11 @@ class WorkerPool:
                 if item.deliveries >= MAX_DELIVERIES:
                     del slot.in_hand[seq]
                     logger.error("gave up on %s: %d workers died with it", item.what, item.deliveries)
-                    _tell_given_up(item)
+                    tell_given_up(item)
                 continue
             room = [s for s in live if len(s.in_hand) < self._max_pending]
             if room:
-                other = min(room, key=_preference)
+                other = min(room, key=preference)
                 other.in_hand[seq] = slot.in_hand.pop(seq)
                 self._write(other, item)
 
@@ -327,34 +301,6 @@ class WorkerPool:
             logger.warning(
                 "stopped with %d piece(s) of work unfinished; the sweeper finishes what was recorded", unfinished
             )
-
-
-def _preference(slot: _Slot) -> tuple[bool, bool, int]:
-    """A ready worker first, then one starting; the least work in hand among them."""
-    return (slot.process is None, not slot.ready, len(slot.in_hand))
-
-
-def _tell_given_up(item: _Item) -> None:
-    """Tell the person whose request it was (best effort: a task; the log line was written)."""
-    response_url = getattr(item.work, "response_url", "")
-    if response_url:
-        text = (
-            f"The bot gave up on your request ({item.what}): the worker running it died {item.deliveries} times. "
-            "It may be partly done; the run's card or `status` shows where it stands."
-        )
-        task = asyncio.get_running_loop().create_task(tell(response_url, text))
-        _TELLING.add(task)
-        task.add_done_callback(_TELLING.discard)
-
-
-_TELLING: set[asyncio.Task[None]] = set()
-
-
-def _exit_named(code: int) -> str:
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"signal {signal.Signals(-code).name}"
-    return f"status {code}"
 
 
 class WorkerHandoff:
