@@ -296,11 +296,12 @@ class WorkerPool:
             if slot.process is not None and slot.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     slot.process.kill()
-        unfinished = self.pending
-        if unfinished:
-            logger.warning(
-                "stopped with %d piece(s) of work unfinished; the sweeper finishes what was recorded", unfinished
-            )
+        for slot in self._slots:
+            for item in slot.in_hand.values():
+                # A click's decision or a run's state in the store is finished by the sweeper;
+                # a start or a reply that no worker began is not: each is named, once.
+                state = "started" if item.started else "never started"
+                logger.warning("stopped with %s unfinished (%s): only what it recorded is resumed", item.what, state)
 
 
 class WorkerHandoff:
