@@ -86,7 +86,7 @@ def build_web_app(
         try:
             if isinstance(handoff, WorkerHandoff):
                 # Workers first: they load the graphs while this process does (the policies of
-                # a modal's decision, recorded in its ack, need them here too); worker 0 sweeps.
+                # a modal's decision, recorded in its ack, need them here too); one of them sweeps.
                 await handoff.pool.start()
             await asyncio.to_thread(services.graphs.load)
             if isinstance(handoff, InProcessHandoff):

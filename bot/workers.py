@@ -63,7 +63,7 @@ takes nothing from other services' share of the host."""
 RESTART_DELAYS: Final = (0.0, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Seconds a restarted worker waits before it starts, by how many times in a row it died before it
 was ready (a crash loop at start-up). One that died after it was ready (a pass killed it) waits
-``RESTART_DELAYS[1]`` at most: worker 0 is the sweeper, and work waits for it."""
+``RESTART_DELAYS[1]`` at most: the sweeper may be in it, and work waits for it."""
 YOUNG_SECONDS: Final = 30.0
 """A ready worker that dies sooner than this after its start waits ``RESTART_DELAYS[1]``, else none."""
 LINE_LIMIT: Final = 1024 * 1024
@@ -97,6 +97,7 @@ class WorkerPool:
         self._seq = 0
         self._stopping = False  # no more restarts (killed)
         self._draining = False  # no more work; restarts only to hand over what a worker held
+        self._sweeper: Slot | None = None  # the worker told to sweep
         self.restarts = 0
 
     @property
@@ -197,6 +198,21 @@ class WorkerPool:
                     item.started = True
             elif report.get("ready") is True:
                 slot.ready, slot.young_deaths = True, 0
+                self._elect_sweeper()
+
+    def _elect_sweeper(self) -> None:
+        """One worker sweeps: worker 0 when it is ready, else the first ready one; none while
+        none is. A round under way in the one told to stop finishes (``sweep_forever``)."""
+        ready = [s for s in self._slots if s.ready and s.pipe is not None and not s.pipe.is_closing()]
+        chosen = next((s for s in ready if s.index == 0), ready[0] if ready else None)
+        if chosen is None or chosen is self._sweeper:
+            return
+        if self._sweeper is not None and self._sweeper.pipe is not None and not self._sweeper.pipe.is_closing():
+            self._sweeper.pipe.write(b'{"sweep": false}\n')
+        chosen.pipe.write(b'{"sweep": true}\n')  # type: ignore[union-attr]
+        if chosen.index != 0:
+            logger.warning("worker %d sweeps while worker 0 is not running", chosen.index)
+        self._sweeper = chosen
 
     async def _watch(self, slot: Slot, process: asyncio.subprocess.Process, reader: asyncio.StreamReader) -> None:
         """Read the worker's reports until it exits; then restart it unless the pool stops."""
@@ -209,6 +225,9 @@ class WorkerPool:
         slot.process, slot.pipe, slot.ready = None, None, False
         if self._stopping:
             return
+        if self._sweeper is slot:
+            self._sweeper = None
+            self._elect_sweeper()
         if was_ready:
             delay = RESTART_DELAYS[1] if lived < YOUNG_SECONDS else RESTART_DELAYS[0]
         else:

@@ -30,6 +30,8 @@ def main() -> None:
         time.sleep(args.delay)  # a restart's back-off, as ``bot.worker`` waits it out
         reports.write(b'{"ready": true}\n')
         for line in lines:
+            if b'"seq"' not in line:
+                continue  # the pool's word on sweeping: nothing to sweep here
             data = json.loads(line)
             run_id = data["work"].get("run_id", "-")
             reports.write(json.dumps({"started": data["seq"]}).encode() + b"\n")

@@ -32,6 +32,8 @@ def main() -> None:
         time.sleep(args.delay)  # a restart's back-off, as ``bot.worker`` waits it out
         reports.write(b'{"ready": true}\n')
         for line in lines:
+            if b'"seq"' not in line:
+                continue  # the pool's word on sweeping: nothing to sweep here
             seq = json.loads(line)["seq"]
             reports.write(json.dumps({"started": seq}).encode() + b"\n")
             with log.open("a") as out:
