@@ -162,6 +162,11 @@ def _run(args: argparse.Namespace) -> int:
     from bot.settings import load_settings
 
     settings = load_settings()  # a bad setting fails here, before anything else is imported
+    if args.command == "socket" and settings.workers:
+        raise ConfigError(
+            f"WORKERS={settings.workers} is for `approval-bot serve`: Socket Mode runs in one process; "
+            "unset WORKERS (or set it to 0), or serve over HTTP"
+        )
     if args.command in ("serve", "socket"):
         from bot.token_shapes import check_tokens
 

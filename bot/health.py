@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 NOT_LOADED: Final = "the graph modules are not loaded yet (the bot is still starting)"
 STORE_FAILED: Final = "the store did not answer (the bot's log says why)"
 
+NO_WORKER: Final = "no worker process is running (one is starting or restarting)"
+WORKERS_FAILING: Final = "no worker process is running: they die at start-up (the bot's log says why)"
+
 PROBE_RUN_ID: Final = "healthz-probe"
 """A run id no run can have (``engine.ids``: 16 base32 characters, no dash): a read that finds nothing."""
 CACHE_SECONDS: Final = 2.0
@@ -56,6 +59,11 @@ class Health:
         if not self.ok:
             body["reason"] = self.reason
         return body
+
+
+def no_worker_reason(failing_at_start: int) -> str:
+    """Why ``/healthz`` is 503 with ``--workers`` and none ready: a fixed sentence (it is public)."""
+    return WORKERS_FAILING if failing_at_start >= 2 else NO_WORKER
 
 
 def probe_store(store: RunStore) -> None:

@@ -19,7 +19,7 @@ from bot import metrics
 from bot.app import build_edge
 from bot.edge import MAX_BODY_BYTES
 from bot.handoff import InProcessHandoff
-from bot.health import HealthCheck
+from bot.health import Health, HealthCheck, no_worker_reason
 from bot.preflight import check_store
 from bot.services import Services, build_services
 from bot.settings import Settings
@@ -71,19 +71,22 @@ def build_web_app(
     async def health(_: web.Request) -> web.Response:
         """200 when the graphs are loaded and the store answers, else 503 with a one-line reason.
 
-        With workers, ``"workers"`` counts those running now: informational, since one that
-        died is back within seconds and its work waits for it meanwhile."""
+        With workers, ``"workers"`` counts those ready now (running, graphs loaded), and none
+        ready is a 503 too: the acks would go on while the work only waits, or is given up.
+        A load balancer or an orchestrator must see that and replace the process."""
         found = await checker.check()
+        if isinstance(handoff, WorkerHandoff) and found.ok and not handoff.pool.ready:
+            found = Health(ok=False, reason=no_worker_reason(handoff.pool.failing_at_start))
         body = found.body(graphs_loaded=services.graphs.loaded)
         if isinstance(handoff, WorkerHandoff):
-            body["workers"] = sum(pid is not None for pid in handoff.pool.pids())
+            body["workers"] = handoff.pool.ready
         return web.json_response(body, status=200 if found.ok else 503)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         try:
             if isinstance(handoff, WorkerHandoff):
                 # Workers first: they load the graphs while this process does (the policies of
-                # a modal's decision, recorded in its ack, need them here too); worker 0 sweeps.
+                # a modal's decision, recorded in its ack, need them here too); one of them sweeps.
                 await handoff.pool.start()
             await asyncio.to_thread(services.graphs.load)
             if isinstance(handoff, InProcessHandoff):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from bot.ack_first import AckFirst
@@ -34,8 +35,14 @@ async def drain(services: Services, *, handoff: Draining, timeout: float) -> Non
         logger.warning("shutting down with a graph pass still running; its lease will expire and be taken over")
 
 
-async def sweep_forever(services: Services, *, every: float, ack_first: AckFirst | None = None) -> None:
+async def sweep_forever(
+    services: Services, *, every: float, ack_first: AckFirst | None = None, enabled: Callable[[], bool] | None = None
+) -> None:
     """A sweep every ``every`` seconds; each round starts once no request is being acked (``bot.ack_first``).
+
+    ``enabled``: whether this process sweeps now, asked before each round (a worker of
+    ``serve --workers`` sweeps while the pool tells it to): a round under way finishes,
+    since cancelling it would cut a pass short.
 
     A failing round is logged once per kind of failure, not once a minute: one line when
     the cause is known (``bot.cli_errors``: a table deleted, credentials expired; or the
@@ -45,6 +52,8 @@ async def sweep_forever(services: Services, *, every: float, ack_first: AckFirst
     failing: str | None = None
     while True:
         await asyncio.sleep(every)
+        if enabled is not None and not enabled():
+            continue
         if ack_first is not None:
             await ack_first.quiet()
         try:

@@ -2,12 +2,15 @@
 
 It builds its own services (store, Slack client, engine) from the same settings as the
 serving process, reads pieces of work (``bot.work``, one JSON line each) from its pipe,
-runs each with ``perform`` as a task, and reports each one done. Worker 0 also runs the
-sweeper, so that a server sweeps once, as without workers, and no sweep's pass runs in
-the acking process; a worker 0 that dies comes back with its sweeper. The alternative, the
+runs each with ``perform`` as a task, and reports when it is ready (graphs loaded), when
+it starts each piece and when it is done (``bot.workers`` counts a delivery only for the
+pieces a worker started). A restarted worker waits out its back-off itself (``--delay``),
+its pipe already taking work. One worker sweeps, the one the pool names (worker 0, or
+while it is down a running one), so that a server sweeps once, as without workers, and
+no sweep's pass runs in the acking process. The alternative, the
 serving process querying the sweep index and handing each run out, would put that query
 and the purge of old runs on the loop that acks, and split ``RunEngine.sweep`` in two. The
-price: a sweep's runs resume one after the other in worker 0, as they do without workers,
+price: a sweep's runs resume one after the other in the sweeping worker, as they do without workers,
 rather than spread over the workers.
 
 It ignores SIGINT and SIGTERM: the serving process drives the shutdown (a terminal's
@@ -26,6 +29,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 
 from bot import metrics
@@ -61,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--read-fd", type=int, required=True)
     parser.add_argument("--write-fd", type=int, required=True)
     parser.add_argument("--sweep-seconds", type=float, required=True)
+    parser.add_argument("--delay", type=float, default=0.0)
     args = parser.parse_args(argv)
     for fd in (args.read_fd, args.write_fd):
         os.set_inheritable(fd, False)  # not into a subprocess a graph's tool starts: the pipe's EOF is ours
@@ -76,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.reconfigure(line_buffering=True)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
+    time.sleep(max(args.delay, 0.0))  # the restart's back-off, with the pipe held: work waits in it
     _cwd_on_path()
     settings = load_settings()
     services = build_services(settings)
@@ -91,7 +97,9 @@ async def _work(services: Services, *, index: int, read_fd: int, write_fd: int, 
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", buffering=0))
     reports, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, os.fdopen(write_fd, "wb", buffering=0))
     await asyncio.to_thread(services.graphs.load)
-    sweeper = asyncio.create_task(sweep_forever(services, every=every)) if index == 0 else None
+    reports.write(b'{"ready": true}\n')
+    sweeping = [False]  # the pool says which worker sweeps: worker 0, or a running one while it is down
+    sweeper = asyncio.create_task(sweep_forever(services, every=every, enabled=lambda: sweeping[0]))
     tasks: set[asyncio.Task[None]] = set()
 
     async def do(seq: int, line: bytes) -> None:
@@ -111,17 +119,22 @@ async def _work(services: Services, *, index: int, read_fd: int, write_fd: int, 
     async with metrics.flushing() if metrics.start(on=services.settings.metrics) else contextlib.nullcontext():
         while line := await reader.readline():
             try:
-                seq = int(json.loads(line)["seq"])
+                data = json.loads(line)
+                if isinstance(data, dict) and "sweep" in data:
+                    sweeping[0] = data["sweep"] is True
+                    logger.info("sweeping: %s", "on" if sweeping[0] else "off")
+                    continue
+                seq = int(data["seq"])
             except (ValueError, KeyError, TypeError):
                 logger.error("refused a line without a sequence number")
                 continue
+            reports.write(json.dumps({"started": seq}).encode() + b"\n")
             task = asyncio.create_task(do(seq, line))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-        if sweeper is not None:
-            sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sweeper
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
         await _drain(services, tasks)
     reports.close()
 

@@ -10,11 +10,18 @@ so on a busy host the acks get the CPU first: Slack's 3 seconds are a hard limit
 pass's latency is not.
 
 Nothing handed to a worker is lost with it. The pool keeps every line until the worker
-reports it done; a worker that dies is restarted and given again what it had not
-finished. Work is ids and may run twice (``bot.work``): a start finds its run created, a
-click its decision recorded, and a run the dead worker held is left to the sweeper once
-its lease expires. A line is given at most ``MAX_DELIVERIES`` times, so work that kills
-every worker it reaches does not kill them forever; it is logged by kind and run id.
+reports it done; a worker reports each piece when it starts it, and when it has loaded
+the graphs (ready). A worker that dies is restarted at once as a process that waits out
+its back-off itself (``--delay``), so the pipe that takes the work meanwhile is held by a
+live process from the first moment: a serving process that dies then still leaves the
+work to that worker, and a drain hands it over and waits for it. The dead worker's pieces
+that no worker started go to a live worker without a count; the pieces it had started
+count one delivery each. Work is ids and may run twice (``bot.work``): a start finds its
+run created, a click its decision recorded, and a run the dead worker held is left to the
+sweeper once its lease expires. A piece started ``MAX_DELIVERIES`` times by workers that
+died with it is given up: logged by kind and run id, and the person is told through its
+``response_url`` when it has one. So work that kills every worker it reaches neither kills
+them forever nor takes the work queued behind it down with it.
 What only the serving process holds is what ``InProcessHandoff`` holds today: lines not
 yet written when the serving process itself dies (none, once ``submit`` returns: the
 pipe holds them, and a worker whose serving process died finishes them and exits).
@@ -32,15 +39,14 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Final
 
 from bot.handoff import HandoffFailed
 from bot.work import Work, kind_of, to_wire
+from bot.worker_slots import Item, Slot, exit_named, preference, tell_given_up
 from engine import log_context
 from engine.crash import ENV as CRASH_ENV
 
@@ -49,38 +55,19 @@ logger = logging.getLogger(__name__)
 MAX_PENDING: Final = 500
 """Pieces of work in hand per worker (handed, not reported done) before ``submit`` refuses."""
 MAX_DELIVERIES: Final = 3
-"""Times one piece of work is given to a worker: the first, and again after a worker died with it."""
+"""Times one piece of work is started by a worker that then died, before the pool gives it up."""
 WORKER_NICENESS: Final = 19
 """Added to a worker's nice value (the lowest priority): under CPU contention the acking process runs
 first. It orders the bot's own processes; in a container or a systemd unit (a cgroup of its own) it
 takes nothing from other services' share of the host."""
 RESTART_DELAYS: Final = (0.0, 1.0, 2.0, 5.0, 10.0, 30.0)
-"""Seconds before restarting a worker, by how many times in a row it died young."""
+"""Seconds a restarted worker waits before it starts, by how many times in a row it died before it
+was ready (a crash loop at start-up). One that died after it was ready (a pass killed it) waits
+``RESTART_DELAYS[1]`` at most: the sweeper may be in it, and work waits for it."""
 YOUNG_SECONDS: Final = 30.0
-"""A worker that dies sooner than this after its start counts towards a crash loop."""
+"""A ready worker that dies sooner than this after its start waits ``RESTART_DELAYS[1]``, else none."""
 LINE_LIMIT: Final = 1024 * 1024
 """Longest line either side reads: a piece of work is ids and a few words typed."""
-
-
-@dataclass(kw_only=True)
-class _Item:
-    seq: int
-    line: bytes
-    what: str
-    deliveries: int = 0
-
-
-@dataclass(kw_only=True)
-class _Slot:
-    """One worker: its process (None while it restarts) and the work it has in hand."""
-
-    index: int
-    process: asyncio.subprocess.Process | None = None
-    pipe: asyncio.WriteTransport | None = None
-    in_hand: dict[int, _Item] = field(default_factory=dict)
-    started_at: float = 0.0
-    young_deaths: int = 0
-    watcher: asyncio.Task[None] | None = None
 
 
 class WorkerPool:
@@ -102,13 +89,15 @@ class WorkerPool:
     ) -> None:
         if count < 1:
             raise ValueError("a pool has at least one worker")
-        self._slots = [_Slot(index=i) for i in range(count)]
+        self._slots = [Slot(index=i) for i in range(count)]
         self._sweep_seconds = sweep_seconds
         self._env = dict(os.environ if env is None else env)
         self._module = module
         self._max_pending = max_pending
         self._seq = 0
-        self._stopping = False
+        self._stopping = False  # no more restarts (killed)
+        self._draining = False  # no more work; restarts only to hand over what a worker held
+        self._sweeper: Slot | None = None  # the worker told to sweep
         self.restarts = 0
 
     @property
@@ -123,13 +112,23 @@ class WorkerPool:
     def pids(self) -> list[int | None]:
         return [slot.process.pid if slot.process else None for slot in self._slots]
 
+    @property
+    def ready(self) -> int:
+        """Workers running with their graphs loaded: 0 means work only waits (``/healthz``)."""
+        return sum(slot.ready and slot.process is not None for slot in self._slots)
+
+    @property
+    def failing_at_start(self) -> int:
+        """The most deaths in a row before being ready, of any worker (a crash loop at start-up)."""
+        return max(slot.young_deaths for slot in self._slots)
+
     async def start(self) -> None:
         for slot in self._slots:
             await self._spawn(slot, env=self._env)
 
     def submit(self, work: Work) -> None:
         """Hand ``work`` to the worker with least in hand; HandoffFailed when all are full."""
-        if self._stopping:
+        if self._stopping or self._draining:
             raise HandoffFailed("the bot is shutting down")
         room = [s for s in self._slots if len(s.in_hand) < self._max_pending]
         if not room:
@@ -137,21 +136,21 @@ class WorkerPool:
                 "refused %s work: every worker has %d pieces of work in hand", kind_of(work), self._max_pending
             )
             raise HandoffFailed("the bot has too much work in hand; try again in a minute")
-        slot = min(room, key=lambda s: (s.process is None, len(s.in_hand)))  # a running worker first
+        slot = min(room, key=preference)
         self._seq += 1
         request_id = log_context.current().get("request_id")
         line = json.dumps({"seq": self._seq, "work": to_wire(work), "request_id": request_id}).encode() + b"\n"
-        item = _Item(seq=self._seq, line=line, what=f"{kind_of(work)} work for run {getattr(work, 'run_id', '-')}")
+        what = f"{kind_of(work)} work for run {getattr(work, 'run_id', '-')}"
+        item = Item(seq=self._seq, line=line, work=work, what=what)
         slot.in_hand[item.seq] = item
         self._write(slot, item)
 
-    def _write(self, slot: _Slot, item: _Item) -> None:
+    def _write(self, slot: Slot, item: Item) -> None:
         if slot.pipe is None or slot.pipe.is_closing():
-            return  # given when the worker is back
-        item.deliveries += 1
+            return  # given when the worker is back (its restart is under way: ``_watch``)
         slot.pipe.write(item.line)
 
-    async def _spawn(self, slot: _Slot, *, env: Mapping[str, str]) -> None:
+    async def _spawn(self, slot: Slot, *, env: Mapping[str, str], delay: float = 0.0) -> None:
         to_worker, from_pool = os.pipe()
         to_pool, from_worker = os.pipe()
         command = [
@@ -163,6 +162,7 @@ class WorkerPool:
             f"--read-fd={to_worker}",
             f"--write-fd={from_worker}",
             f"--sweep-seconds={self._sweep_seconds}",
+            f"--delay={delay:g}",
         ]
         try:
             process = await asyncio.create_subprocess_exec(
@@ -177,53 +177,107 @@ class WorkerPool:
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(to_pool, "rb", buffering=0)
         )
-        slot.process, slot.pipe, slot.started_at = process, pipe, time.monotonic()  # type: ignore[assignment]
+        slot.process, slot.pipe, slot.started_at = process, pipe, time.monotonic() + delay  # type: ignore[assignment]
+        slot.ready = False
         logger.info("worker %d started (pid %d)", slot.index, process.pid)
         for item in sorted(slot.in_hand.values(), key=lambda i: i.seq):
             self._write(slot, item)
+        if self._draining:
+            pipe.close()  # it finishes what it was handed, and exits
         slot.watcher = asyncio.create_task(self._watch(slot, process, reader))
 
-    async def _watch(self, slot: _Slot, process: asyncio.subprocess.Process, reader: asyncio.StreamReader) -> None:
+    def _report(self, slot: Slot, line: bytes) -> None:
+        """One line from a worker: ``{"ready": true}``, ``{"started": seq}`` or ``{"done": seq}``."""
+        with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+            report = json.loads(line)
+            if "done" in report:
+                slot.in_hand.pop(int(report["done"]), None)
+            elif "started" in report:
+                item = slot.in_hand.get(int(report["started"]))
+                if item is not None:
+                    item.started = True
+            elif report.get("ready") is True:
+                slot.ready, slot.young_deaths = True, 0
+                self._elect_sweeper()
+
+    def _elect_sweeper(self) -> None:
+        """One worker sweeps: worker 0 when it is ready, else the first ready one; none while
+        none is. A round under way in the one told to stop finishes (``sweep_forever``)."""
+        ready = [s for s in self._slots if s.ready and s.pipe is not None and not s.pipe.is_closing()]
+        chosen = next((s for s in ready if s.index == 0), ready[0] if ready else None)
+        if chosen is None or chosen is self._sweeper:
+            return
+        if self._sweeper is not None and self._sweeper.pipe is not None and not self._sweeper.pipe.is_closing():
+            self._sweeper.pipe.write(b'{"sweep": false}\n')
+        chosen.pipe.write(b'{"sweep": true}\n')  # type: ignore[union-attr]
+        if chosen.index != 0:
+            logger.warning("worker %d sweeps while worker 0 is not running", chosen.index)
+        self._sweeper = chosen
+
+    async def _watch(self, slot: Slot, process: asyncio.subprocess.Process, reader: asyncio.StreamReader) -> None:
         """Read the worker's reports until it exits; then restart it unless the pool stops."""
         while line := await reader.readline():
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                slot.in_hand.pop(int(json.loads(line)["done"]), None)
+            self._report(slot, line)
         code = await process.wait()
         if slot.pipe is not None:
             slot.pipe.close()
-        slot.process, slot.pipe = None, None
+        was_ready, lived = slot.ready, time.monotonic() - slot.started_at
+        slot.process, slot.pipe, slot.ready = None, None, False
         if self._stopping:
             return
-        lived = time.monotonic() - slot.started_at
-        slot.young_deaths = slot.young_deaths + 1 if lived < YOUNG_SECONDS else 0
-        delay = RESTART_DELAYS[min(slot.young_deaths, len(RESTART_DELAYS) - 1)]
+        if self._sweeper is slot:
+            self._sweeper = None
+            self._elect_sweeper()
+        if was_ready:
+            delay = RESTART_DELAYS[1] if lived < YOUNG_SECONDS else RESTART_DELAYS[0]
+        else:
+            slot.young_deaths += 1
+            delay = RESTART_DELAYS[min(slot.young_deaths, len(RESTART_DELAYS) - 1)]
         logger.error(
             "worker %d (pid %d) exited with %s after %.0f s, with %d piece(s) of work in hand; restarting in %g s",
             slot.index,
             process.pid,
-            _exit_named(code),
-            lived,
+            exit_named(code),
+            max(lived, 0.0),
             len(slot.in_hand),
             delay,
         )
-        for seq, item in list(slot.in_hand.items()):
-            if item.deliveries >= MAX_DELIVERIES:
-                del slot.in_hand[seq]
-                logger.error("gave up on %s: %d workers died with it", item.what, item.deliveries)
+        self._after_death(slot)
+        if self._draining:
+            if not slot.in_hand:
+                return
+            delay = 0.0  # the drain's timeout bounds the wait; the work goes to a worker now
         # A crash point (tests only, ``engine.crash``) kills a bot once: the worker comes back without it.
         env = {k: v for k, v in self._env.items() if k != CRASH_ENV}
-        while True:
-            await asyncio.sleep(delay)
-            if self._stopping:
-                return
+        while not self._stopping:
             try:
-                await self._spawn(slot, env=env)
+                await self._spawn(slot, env=env, delay=delay)
             except OSError as error:  # out of processes or memory: try again, and say so
                 delay = RESTART_DELAYS[-1]
                 logger.error("could not restart worker %d (%s); trying again in %g s", slot.index, error, delay)
+                await asyncio.sleep(delay)
                 continue
             self.restarts += 1
             return
+
+    def _after_death(self, slot: Slot) -> None:
+        """Count a delivery for each piece the dead worker had started, and give up on those
+        started ``MAX_DELIVERIES`` times; hand the pieces it never started to a live worker."""
+        live = [s for s in self._slots if s is not slot and s.process is not None and not self._draining]
+        for seq, item in sorted(slot.in_hand.items()):
+            if item.started:
+                item.started = False
+                item.deliveries += 1
+                if item.deliveries >= MAX_DELIVERIES:
+                    del slot.in_hand[seq]
+                    logger.error("gave up on %s: %d workers died with it", item.what, item.deliveries)
+                    tell_given_up(item)
+                continue
+            room = [s for s in live if len(s.in_hand) < self._max_pending]
+            if room:
+                other = min(room, key=preference)
+                other.in_hand[seq] = slot.in_hand.pop(seq)
+                self._write(other, item)
 
     async def drain(self, *, timeout: float) -> None:
         """No more work; each worker finishes what it has (its pipe is closed), then exits.
@@ -231,15 +285,19 @@ class WorkerPool:
         Workers still running after ``timeout`` are killed: a pass cut short is taken
         over by a sweeper once its lease expires, as after any crash.
         """
-        self._stopping = True
+        self._draining = True
         for slot in self._slots:
             if slot.pipe is not None:
                 slot.pipe.close()
-        watchers = [s.watcher for s in self._slots if s.watcher is not None and not s.watcher.done()]
-        if watchers:
-            _, late = await asyncio.wait(watchers, timeout=timeout)
-            if late:
-                logger.warning("%d worker(s) still busy after %g s; killing them", len(late), timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        # A worker that died meanwhile with work in hand is restarted, and its watcher replaced.
+        while watchers := [s.watcher for s in self._slots if s.watcher is not None and not s.watcher.done()]:
+            left = deadline - loop.time()
+            if left <= 0:
+                logger.warning("%d worker(s) still busy after %g s; killing them", len(watchers), timeout)
+                break
+            await asyncio.wait(watchers, timeout=left)
         await self.kill()
 
     async def kill(self) -> None:
@@ -253,18 +311,16 @@ class WorkerPool:
             if slot.watcher is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await slot.watcher
-        unfinished = self.pending
-        if unfinished:
-            logger.warning(
-                "stopped with %d piece(s) of work unfinished; the sweeper finishes what was recorded", unfinished
-            )
-
-
-def _exit_named(code: int) -> str:
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"signal {signal.Signals(-code).name}"
-    return f"status {code}"
+        for slot in self._slots:  # a restart that raced the kill
+            if slot.process is not None and slot.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    slot.process.kill()
+        for slot in self._slots:
+            for item in slot.in_hand.values():
+                # A click's decision or a run's state in the store is finished by the sweeper;
+                # a start or a reply that no worker began is not: each is named, once.
+                state = "started" if item.started else "never started"
+                logger.warning("stopped with %s unfinished (%s): only what it recorded is resumed", item.what, state)
 
 
 class WorkerHandoff:

@@ -151,6 +151,9 @@ def _cases(refusing: str, closed: str) -> list[Case]:
         Case("workers-negative", ("serve", "--workers=-1"), ("--workers", "0 (none, the default) to 64")),
         Case("workers-not-a-number", ("serve", "--workers", "two"), ("--workers", "'two'")),
         Case("env-workers", ("serve",), ("WORKERS='100'", "from 0 (none) to 64"), {**SLACK, "WORKERS": "100"}),
+        Case(
+            "socket-workers", ("socket",), ("WORKERS=2", "approval-bot serve", "Socket Mode"), {**SLACK, "WORKERS": "2"}
+        ),
         Case("env-port-out-of-range", ("serve",), ("PORT='70000'", "65535"), {**SLACK, "PORT": "70000"}),
         Case("lease-too-short", ("sweep",), ("LEASE_SECONDS='2'", "5 or more"), {**SLACK, "LEASE_SECONDS": "2"}),
         Case("lease-not-a-number", ("socket",), ("LEASE_SECONDS='soon'",), {**SLACK, "LEASE_SECONDS": "soon"}),

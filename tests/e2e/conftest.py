@@ -162,10 +162,13 @@ async def start_bot(
         extra_env: dict[str, str] | None = None,
         mode: str = "serve",
         args: Sequence[str] = (),
+        healthy: bool = True,
     ) -> BotProcess:
         """Start ``approval-bot <mode> [args]``; ``socket`` gets the app token and is ready once it connects.
 
         ``args`` are extra command-line options for the mode, e.g. ``["--sweep-seconds", "1"]``.
+        ``healthy=False``: ``serve`` is started once ``/healthz`` answers with the graphs loaded,
+        200 or 503 (a test of what makes it unhealthy).
         """
         log = tmp_path / f"bot-{len(started)}.log"
         extra = {"SLACK_APP_TOKEN": local_slack.socket_mode.app_token} if mode == "socket" else {}
@@ -184,7 +187,7 @@ async def start_bot(
         if mode == "socket":
             await _wait_connected(bot, local_slack, before=connected_before)
         else:
-            await _wait_healthy(bot)
+            await _wait_healthy(bot, ok_only=healthy)
         return bot
 
     yield start
@@ -198,7 +201,7 @@ async def start_bot(
             print(f"--- {bot.log.name} ---\n{bot.output()[-4000:]}")
 
 
-async def _wait_healthy(bot: BotProcess, timeout: float = 60.0) -> None:
+async def _wait_healthy(bot: BotProcess, timeout: float = 60.0, *, ok_only: bool = True) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     async with aiohttp.ClientSession() as session:
         while asyncio.get_running_loop().time() < deadline:
@@ -206,7 +209,8 @@ async def _wait_healthy(bot: BotProcess, timeout: float = 60.0) -> None:
                 raise RuntimeError(f"the bot exited with {bot.process.returncode}:\n{bot.output()[-3000:]}")
             try:
                 async with session.get(bot.url + "/healthz") as response:
-                    if response.status == 200 and (await response.json())["graphs_loaded"]:
+                    answered = response.status == 200 or (not ok_only and response.status == 503)
+                    if answered and (await response.json())["graphs_loaded"]:
                         return
             except aiohttp.ClientError:
                 pass

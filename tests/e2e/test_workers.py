@@ -10,6 +10,7 @@ the tool (declared idempotent) given its approval again and its effect written o
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -78,8 +79,15 @@ async def test_an_approval_cycle_runs_in_workers_and_sigterm_drains_them(
     assert markers_file.read_text().splitlines() == ["writer:hello"], "the approved tool ran once"
     pids = [p for started in worker_pids(bot).values() for p in started]
     assert len(pids) == 2 and bot.process.pid not in pids
-    async with aiohttp.ClientSession() as session, session.get(bot.url + "/healthz") as health:
-        assert await health.json() == {"ok": True, "graphs_loaded": True, "workers": 2}
+    # "workers" counts those ready (graphs loaded): one loading still, while the other did the cycle, is not.
+    async with aiohttp.ClientSession() as session:
+        for _ in range(100):
+            async with session.get(bot.url + "/healthz") as health:
+                body = await health.json()
+            if body.get("workers") == 2:
+                break
+            await asyncio.sleep(0.1)
+    assert body == {"ok": True, "graphs_loaded": True, "workers": 2}
     await bot.stop()  # SIGTERM: the workers drain, flush their metrics and exit; then the server
 
     assert bot.process.returncode == 0, bot.output()[-3000:]

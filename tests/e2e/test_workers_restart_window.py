@@ -1,16 +1,11 @@
-"""Hostile review of ``serve --workers``: an acked start lives only in the serving process's
-memory while its worker restarts.
+"""``serve --workers``: a start acked while the worker restarts is done, however the serving
+process ends.
 
-docs/limits.md: "With ``--workers``, the start is in a worker's pipe before the ack leaves
-[...] a worker whose serving process died finishes what its pipe holds; only a host that
-dies whole in that moment loses it." But ``WorkerPool.submit`` keeps a piece for a worker
-that is restarting (no pipe) in a dict and writes it only when the worker is back (1 s after
-a young worker dies, up to 30 s in a crash loop). With ``--workers 1`` (docs/running.md's
-advice on two cores) every request in that window goes there. If the serving process alone
-dies then (SIGKILL, out of memory), the acked ``/graph run`` is gone: no pipe holds it, no
-store row records it, no sweeper can find it, the person is never told. A SIGTERM (every
-deploy) in that window loses it too: the drain stops the restart and logs "the sweeper
-finishes what was recorded", though nothing was; without workers the drain waits for it.
+A worker that died is restarted at once as a process that waits out its back-off itself,
+its pipe already taking work (``bot.workers``): an acked ``/graph run`` is never only in
+the serving process's memory. So a SIGTERM in that window (every deploy) drains into the
+restarted worker, which starts the run; and a SIGKILL of the serving process alone (out
+of memory) leaves the run to that worker, which reads its pipe to the end and exits.
 """
 
 from __future__ import annotations
