@@ -46,7 +46,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         name="ack",
         title="Ack latency under load",
-        command="python -m bench.ack_latency --concurrency 50 --cold-start 15",
+        command="python -m bench.ack_latency --concurrency 50 --rounds 30",
     ),
     Section(name="cold", title="Lambda cold ack", command="python -m bench.cold_start --samples 21 --write"),
     Section(name="cost", title="Cost of one approval cycle", command="python -m bench.cycle_cost"),

@@ -251,13 +251,11 @@ FIGURES: dict[str, tuple[Callable[[], float], Callable[[float], str]]] = {
     "ack.steady.workers.baseline_p99_ms": (lambda: _steady_workers_all()["baseline_p99_ms"], whole),
     "ack.steady.workers.p99_ratio": (lambda: results("ack")["load"]["steady_workers"]["p99_ratio"], dec(2)),
     "ack.steady.workers.p99_goal": (lambda: results("ack")["load"]["steady_workers"]["p99_goal"], dec(1)),
-    "ack.cold.ratio": (lambda: results("ack")["cold_start"]["ratio"], dec(2)),
-    "ack.cold.median_s": (lambda: results("ack")["cold_start"]["comparisons"][0]["ours_median_ms"] / 1000, dec(1)),
-    "ack.cold.worst_ms": (lambda: results("ack")["cold_start"]["worst_ours_ms"], whole),
     # The Lambda cold ack as deployed (bench/results/cold.json: ours reading its Slack secret).
     "cold.wall_ratio": (lambda: results("cold")["ratio"], dec(2)),
     "cold.handle_ratio": (lambda: results("cold")["handle_ratio"], dec(2)),
     "cold.worst_ms": (lambda: results("cold")["worst_ours_ms"], whole),
+    "cold.median_s": (lambda: results("cold")["comparisons"][0]["ours_median_ms"] / 1000, dec(1)),
     "cold.samples": (lambda: results("cold")["samples"], whole),
     # Resume against state size (bench/results/resume.json).
     "resume.sqlite.min_ms": (lambda: min(_resume_overheads("sqlite")), dec(1)),
