@@ -109,8 +109,7 @@ def _steady_section(load: dict[str, Any]) -> list[str]:
             "`bot/workers.py`), the same bursts in the same run: ours acks and writes each piece of work into a "
             "worker's pipe; the workers (at the lowest CPU priority) start the runs and resume them against the same "
             "SQLite file and local Slack, and a burst has settled once they report every piece done and Slack is "
-            "quiet. Here the local Slack answers on an event loop of its own, as Slack is another machine, but in "
-            "this process (`bench/ack_load.py` says why):",
+            "quiet:",
             "",
             *_rows(pooled["comparisons"], p99=True),
             "",

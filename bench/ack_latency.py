@@ -128,7 +128,8 @@ def bare_app(*, token: str, api_url: str, inline: bool = False) -> AsyncApp:
 
 @dataclass(kw_only=True)
 class _Servers:
-    slack: LocalSlack
+    slack: LocalSlack | None
+    """None when the local Slack runs in a process of its own (``bench/_slack_apart.py``)."""
     services: Services
     ours_url: str = ""
     bare_url: str = ""
@@ -145,21 +146,29 @@ class _Servers:
     async def stop(self) -> None:
         for runner in reversed(self.runners):
             await runner.cleanup()
-        await self.slack.stop()
+        if self.slack is not None:
+            await self.slack.stop()
         close = getattr(self.services.store, "close", None)
         if close is not None:
             close()
 
 
-async def _serve(*, workdir: Path, inline: bool) -> _Servers:
-    slack = LocalSlack()
-    await slack.start()
+async def _serve(*, workdir: Path, inline: bool, slack_apart: tuple[str, str] | None = None) -> _Servers:
+    """Both apps, against a local Slack of their own or, given as ``(api_url, bot_token)``,
+    the one in a process of its own (``bench/_slack_apart.py``)."""
+    slack = None
+    if slack_apart is None:
+        slack = LocalSlack()
+        await slack.start()
+        api_url, bot_token = slack.api_url, slack.bot_token
+    else:
+        api_url, bot_token = slack_apart
     # Every setting that picks the store is given, so a DYNAMODB_TABLE in the environment cannot win.
     settings = Settings.model_validate(
         {
-            "SLACK_BOT_TOKEN": slack.bot_token,
+            "SLACK_BOT_TOKEN": bot_token,
             "SLACK_SIGNING_SECRET": LOCAL_SIGNING_SECRET,
-            "SLACK_API_URL": slack.api_url,
+            "SLACK_API_URL": api_url,
             "SLACK_COMMAND": "/graph",
             "GRAPH_MODULES": ["bench.graphs"],
             "SQLITE_PATH": str(workdir / "runs.sqlite3"),
@@ -176,7 +185,7 @@ async def _serve(*, workdir: Path, inline: bool) -> _Servers:
     servers.ours_url = await servers.start(
         build_web_app(services=services, sweep_seconds=3600, process_before_response=inline)
     )
-    bare = bare_app(token=slack.bot_token, api_url=slack.api_url, inline=inline)
+    bare = bare_app(token=bot_token, api_url=api_url, inline=inline)
     servers.bare_url = await servers.start(bare.web_app())
     return servers
 
@@ -244,6 +253,7 @@ async def _measure(
     *, servers_loop: _LoopThread, servers: _Servers, samples: int, warmup: int, inline: bool
 ) -> AckReport:
     slack = servers.slack
+    assert slack is not None, "the sequential bench serves its own local Slack"
     ours = HttpTransport(bot_url=servers.ours_url, signing_secret=LOCAL_SIGNING_SECRET)
     bare = HttpTransport(bot_url=servers.bare_url, signing_secret=LOCAL_SIGNING_SECRET)
     recording = _BodyRecorder()

@@ -12,16 +12,15 @@ by round, and the servers' background work is left to settle between bursts, so 
 work never lands in the other's burst. Both apps are the ones the sequential mode serves
 (``bench/ack_latency.py``), on one event loop in a thread of their own; the clients are
 ``--concurrency`` coroutines in a process of their own (``bench/_burst_client.py`` says why),
-sharing one aiohttp pool per app (a connection each once warm).
+sharing one aiohttp pool per app (a connection each once warm). The local Slack that ours
+calls runs in a process of its own too, at a low priority (``bench/_slack_apart.py`` says
+why): in production Slack is another machine, and ours' hundreds of Web API calls a burst
+must not take the acks' turn of this process, which the bare app's bursts never pay for.
 
 ``workers`` serves ours as ``approval-bot serve --workers N`` does (``bot.workers``): it
 acks and hands each piece of work to one of N worker processes, which run the runs and
 resumes against the same SQLite file and the same local Slack; a burst has settled when
-the workers have reported every piece done and Slack has been quiet for a moment. The local
-Slack then runs on an event loop of its own (a thread of this process): in production Slack
-is another machine, and on the servers' loop the workers' hundreds of calls a burst would
-sit between our acks, which the bare app's bursts never see. It still shares this process's
-interpreter lock with the servers, so the figure is, if anything, ours at a disadvantage.
+the workers have reported every piece done and Slack has been quiet for a moment.
 """
 
 from __future__ import annotations
@@ -36,13 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench._burst_client import BurstClient
+from bench._slack_apart import SlackApart
 from bench.ack_latency import (
-    APPROVER,
-    CHANNEL,
-    REQUESTER,
-    _BodyRecorder,
     _LoopThread,
-    _pending_cards,
     _serve,
     _Servers,
     _settle,
@@ -54,7 +49,7 @@ from bench.stats import Comparison, compare
 from bot.server import HANDOFF_KEY, build_web_app
 from bot.services import build_services
 from bot.settings import Settings
-from localslack import LOCAL_SIGNING_SECRET, BotResponse, HttpTransport, LocalSlack, LocalSlackUser
+from localslack import LOCAL_SIGNING_SECRET, HttpTransport
 
 KINDS = ("help", "run", "click")
 
@@ -100,18 +95,20 @@ async def measure_ack_under_load(
     serves ours with that many worker processes (``approval-bot serve --workers``).
     """
     servers_loop = _LoopThread()
-    slack_loop = _LoopThread() if workers else None
+    slack = await SlackApart.start()
     with tempfile.TemporaryDirectory(prefix="bench-ack-load-") as workdir:
-        if slack_loop is not None:
+        if workers:
             servers = await servers_loop.call(
-                _serve_with_workers(workdir=Path(workdir), inline=inline, workers=workers, slack_loop=slack_loop)
+                _serve_with_workers(workdir=Path(workdir), inline=inline, workers=workers, slack=slack)
             )
         else:
-            servers = await servers_loop.call(_serve(workdir=Path(workdir), inline=inline))
+            at = (slack.api_url, slack.bot_token)
+            servers = await servers_loop.call(_serve(workdir=Path(workdir), inline=inline, slack_apart=at))
         try:
             return await _measure(
                 servers_loop=servers_loop,
                 servers=servers,
+                slack=slack,
                 clients=clients,
                 rounds=rounds,
                 warmup=warmup,
@@ -123,8 +120,7 @@ async def measure_ack_under_load(
         finally:
             await servers_loop.call(servers.stop())
             servers_loop.close()
-            if slack_loop is not None:
-                slack_loop.close()
+            await slack.stop()
 
 
 WORKER_SETTLE_TIMEOUT = 60.0
@@ -132,11 +128,9 @@ SLACK_QUIET_SECONDS = 0.05
 """With workers, a burst has settled once they report every piece done and Slack heard nothing this long."""
 
 
-async def _serve_with_workers(*, workdir: Path, inline: bool, workers: int, slack_loop: _LoopThread) -> _Servers:
+async def _serve_with_workers(*, workdir: Path, inline: bool, workers: int, slack: SlackApart) -> _Servers:
     """``_serve``'s two apps, ours with ``workers`` worker processes (which read the same
-    settings from their environment), and the local Slack on ``slack_loop``."""
-    slack = _SlackApart(slack_loop)
-    await slack_loop.call(slack.start())
+    settings from their environment), against the local Slack in its own process."""
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "DYNAMODB_", "SNAPSHOT_", "AWS_"))},
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),  # bench.graphs, from anywhere
@@ -153,7 +147,7 @@ async def _serve_with_workers(*, workdir: Path, inline: bool, workers: int, slac
     }
     settings = Settings.model_validate({k: v for k, v in env.items() if k in _SETTINGS} | {"DYNAMODB_TABLE": None})
     services = build_services(settings, owner="bench")
-    servers = _Servers(slack=slack, services=services)
+    servers = _Servers(slack=None, services=services)
     ours = build_web_app(
         services=services, sweep_seconds=3600, process_before_response=inline, workers=workers, worker_env=env
     )
@@ -162,17 +156,6 @@ async def _serve_with_workers(*, workdir: Path, inline: bool, workers: int, slac
         bare_app(token=slack.bot_token, api_url=slack.api_url, inline=inline).web_app()
     )
     return servers
-
-
-class _SlackApart(LocalSlack):
-    """The local Slack, started on a loop of its own and stopped there."""
-
-    def __init__(self, loop: _LoopThread) -> None:
-        super().__init__()
-        self._own_loop = loop
-
-    async def stop(self) -> None:
-        await self._own_loop.call(super().stop())
 
 
 _SETTINGS = {
@@ -191,6 +174,7 @@ async def _measure(
     *,
     servers_loop: _LoopThread,
     servers: _Servers,
+    slack: SlackApart,
     clients: int,
     rounds: int,
     warmup: int,
@@ -199,11 +183,8 @@ async def _measure(
     chain: int,
     workers: int,
 ) -> LoadReport:
-    slack = servers.slack
     ours = HttpTransport(bot_url=servers.ours_url, signing_secret=LOCAL_SIGNING_SECRET)
     clients_process = await BurstClient.start()
-    recording = _BodyRecorder()
-    recorder = LocalSlackUser(slack=slack, transport=recording)
     baseline = await servers_loop.call(_tasks_now())
 
     handoff = servers.runners[0].app[HANDOFF_KEY]
@@ -215,29 +196,25 @@ async def _measure(
         # The workers' work: every piece reported done, then no Slack call for a while (a
         # worker's call still in flight would land in the other side's burst).
         deadline = time.monotonic() + WORKER_SETTLE_TIMEOUT
-        calls, quiet_since = len(slack.calls), time.monotonic()
+        calls, quiet_since = await slack.calls(), time.monotonic()
         while handoff.pending or time.monotonic() - quiet_since < SLACK_QUIET_SECONDS:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the workers did not finish their work within {WORKER_SETTLE_TIMEOUT}s")
             await asyncio.sleep(0.002)
-            if handoff.pending or len(slack.calls) != calls:
-                calls, quiet_since = len(slack.calls), time.monotonic()
+            now = await slack.calls()
+            if handoff.pending or now != calls:
+                calls, quiet_since = now, time.monotonic()
         await servers_loop.call(_settle(baseline=baseline))
-
-    async def send_ours(body: bytes) -> BotResponse:
-        return await ours.post(body)
-
-    async def command(text: str) -> bytes:
-        await recorder.slash_command(text=text, user_id=REQUESTER, channel_id=CHANNEL)
-        return recording.body
 
     times: dict[str, tuple[list[float], list[float]]] = {kind: ([], []) for kind in KINDS}
     runs_started = 0
     clicks_sent = 0
     try:
         # Cards for the first round's clicks; later rounds click the cards the previous round's runs posted.
-        for i in range(0 if help_only else clients // 3 * chain):
-            await send_ours(await command(f"run {SMALL} load seed {i}"))
+        seeds = range(0 if help_only else clients // 3 * chain)
+        starts = [{"kind": "run", "text": f"run {SMALL} load seed {i}"} for i in seeds]
+        for body in (await slack.bodies([starts]))[0]:
+            await ours.post(body)
         await settle()
         for round_index in range(warmup + rounds):
             # One burst's kinds per link of the chain, each shuffled differently.
@@ -245,22 +222,16 @@ async def _measure(
                 _kinds(clients=clients, round_index=round_index * chain + link, help_only=help_only)
                 for link in range(chain)
             ]
-            cards = iter(_pending_cards(slack))
-            bursts: list[list[bytes]] = []
-            for link, kinds in enumerate(chained):
-                bodies: list[bytes] = []
-                for n, kind in enumerate(kinds):
-                    if kind == "click":
-                        card = next(cards, None)
-                        if card is None:
-                            raise RuntimeError("no pending card left to click: the previous round's runs did not ask")
-                        await recorder.click(message=card, label="Approve", user_id=APPROVER, channel_id=CHANNEL)
-                        bodies.append(recording.body)
-                    else:
-                        text = "help" if kind == "help" else f"run {SMALL} r{round_index} l{link} c{n}"
-                        bodies.append(await command(text))
-                bursts.append(bodies)
-            pending_before = len(_pending_cards(slack))
+            bursts = await slack.bodies(
+                [
+                    [
+                        {"kind": kind, "text": "help" if kind == "help" else f"run {SMALL} r{round_index} l{link} c{n}"}
+                        for n, kind in enumerate(kinds)
+                    ]
+                    for link, kinds in enumerate(chained)
+                ]
+            )
+            pending_before = await slack.pending()
             gc.collect()
             sides = [(servers.ours_url, 0), (servers.bare_url, 1)]
             if round_index % 2:
@@ -271,7 +242,7 @@ async def _measure(
                 await settle()
             runs = sum(kinds.count("run") for kinds in chained)
             clicks = sum(kinds.count("click") for kinds in chained)
-            if len(_pending_cards(slack)) != pending_before + runs - clicks:
+            if await slack.pending() != pending_before + runs - clicks:
                 raise RuntimeError("a burst's runs or clicks did not all take effect: not the work being measured")
             runs_started += runs
             clicks_sent += clicks
@@ -283,8 +254,8 @@ async def _measure(
                 for kind, ours_time, bare_time in zip(kinds, measured[0][link], measured[1][link], strict=True):
                     times[kind][0].append(ours_time)
                     times[kind][1].append(bare_time)
-        if slack.rejected:
-            raise RuntimeError(f"the bot made calls Slack would refuse: {slack.rejected[:3]}")
+        if rejected := await slack.rejected():
+            raise RuntimeError(f"the bot made calls Slack would refuse: {rejected}")
     finally:
         await ours.aclose()
         await clients_process.close()

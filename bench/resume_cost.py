@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -107,7 +108,9 @@ async def _ours_once(*, engine: RunEngine, store: RunStore, graph: str) -> tuple
         stored = await asyncio.to_thread(store.load, paused.run_id)
         paused = paused.evolve(snapshot=stored.snapshot if stored is not None else None)
     decision = Decision(verdict=Verdict.APPROVE, user=APPROVER, at=time.time())
-    await asyncio.to_thread(store.decide, paused.run_id, paused.pending_asks()[0].key, decision, now=time.time())
+    # The approver shown to be in the run's channel, as a click's card shows them.
+    decide = functools.partial(store.decide, now=time.time(), member_of=frozenset({CHANNEL}))
+    await asyncio.to_thread(decide, paused.run_id, paused.pending_asks()[0].key, decision)
     gc.collect()
     started = time.perf_counter()
     done = await engine.resume(paused.run_id)
