@@ -96,31 +96,33 @@ async def measure_ack_under_load(
     """
     servers_loop = _LoopThread()
     slack = await SlackApart.start()
-    with tempfile.TemporaryDirectory(prefix="bench-ack-load-") as workdir:
-        if workers:
-            servers = await servers_loop.call(
-                _serve_with_workers(workdir=Path(workdir), inline=inline, workers=workers, slack=slack)
-            )
-        else:
-            at = (slack.api_url, slack.bot_token)
-            servers = await servers_loop.call(_serve(workdir=Path(workdir), inline=inline, slack_apart=at))
-        try:
-            return await _measure(
-                servers_loop=servers_loop,
-                servers=servers,
-                slack=slack,
-                clients=clients,
-                rounds=rounds,
-                warmup=warmup,
-                inline=inline,
-                help_only=help_only,
-                chain=chain,
-                workers=workers,
-            )
-        finally:
-            await servers_loop.call(servers.stop())
-            servers_loop.close()
-            await slack.stop()
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-ack-load-") as workdir:
+            if workers:
+                servers = await servers_loop.call(
+                    _serve_with_workers(workdir=Path(workdir), inline=inline, workers=workers, slack=slack)
+                )
+            else:
+                at = (slack.api_url, slack.bot_token)
+                servers = await servers_loop.call(_serve(workdir=Path(workdir), inline=inline, slack_apart=at))
+            try:
+                return await _measure(
+                    servers_loop=servers_loop,
+                    servers=servers,
+                    slack=slack,
+                    clients=clients,
+                    rounds=rounds,
+                    warmup=warmup,
+                    inline=inline,
+                    help_only=help_only,
+                    chain=chain,
+                    workers=workers,
+                )
+            finally:
+                await servers_loop.call(servers.stop())
+    finally:
+        servers_loop.close()
+        await slack.stop()
 
 
 WORKER_SETTLE_TIMEOUT = 60.0
@@ -213,7 +215,7 @@ async def _measure(
         # Cards for the first round's clicks; later rounds click the cards the previous round's runs posted.
         seeds = range(0 if help_only else clients // 3 * chain)
         starts = [{"kind": "run", "text": f"run {SMALL} load seed {i}"} for i in seeds]
-        for body in (await slack.bodies([starts]))[0]:
+        for body in (await slack.bodies([starts]))[0][0]:
             await ours.post(body)
         await settle()
         for round_index in range(warmup + rounds):
@@ -222,7 +224,7 @@ async def _measure(
                 _kinds(clients=clients, round_index=round_index * chain + link, help_only=help_only)
                 for link in range(chain)
             ]
-            bursts = await slack.bodies(
+            bursts, clicked = await slack.bodies(
                 [
                     [
                         {"kind": kind, "text": "help" if kind == "help" else f"run {SMALL} r{round_index} l{link} c{n}"}
@@ -241,11 +243,12 @@ async def _measure(
                 measured[side] = await clients_process.bursts(url=url, bursts=bursts)
                 await settle()
             runs = sum(kinds.count("run") for kinds in chained)
-            clicks = sum(kinds.count("click") for kinds in chained)
-            if await slack.pending() != pending_before + runs - clicks:
+            pending_after = await slack.pending()
+            # Each clicked card decided (and only those), each run's card posted: the work being measured.
+            if pending_before - pending_after != set(clicked) or len(pending_after - pending_before) != runs:
                 raise RuntimeError("a burst's runs or clicks did not all take effect: not the work being measured")
             runs_started += runs
-            clicks_sent += clicks
+            clicks_sent += len(clicked)
             if round_index < warmup:
                 continue
             for link, kinds in enumerate(chained):
